@@ -1,0 +1,75 @@
+// base/thread_pool: workers spin briefly on a generation counter, then sleep on a condition variable.
+#include "base/thread_pool.h"
+
+#include <immintrin.h>
+
+namespace bee {
+
+ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+    for (int i = 1; i < n_threads_; i++) threads_.emplace_back([this, i] { worker(i); });
+}
+
+ThreadPool::~ThreadPool() {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        stop_ = true;
+        generation_.fetch_add(1);
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::work(int thread) {
+    for (;;) {
+        int t = next_.fetch_add(1, std::memory_order_relaxed);
+        if (t >= n_tasks_) break;
+        (*fn_)(t, thread);
+    }
+}
+
+void ThreadPool::worker(int id) {
+    uint64_t seen = 0;
+    for (;;) {
+        // spin a little: decode steps come back to back
+        int spins = 0;
+        while (generation_.load(std::memory_order_acquire) == seen && spins < 20000) {
+            _mm_pause();
+            spins++;
+        }
+        if (generation_.load(std::memory_order_acquire) == seen) {
+            std::unique_lock<std::mutex> lk(mu_);
+            cv_.wait(lk, [&] { return generation_.load() != seen; });
+        }
+        seen = generation_.load(std::memory_order_acquire);
+        if (stop_) return;
+        work(id);
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+    }
+}
+
+void ThreadPool::run(int n_tasks, const std::function<void(int, int)>& fn) {
+    if (n_tasks <= 0) return;
+    if (n_threads_ == 1 || n_tasks == 1) {
+        for (int t = 0; t < n_tasks; t++) fn(t, 0);
+        return;
+    }
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        fn_ = &fn;
+        n_tasks_ = n_tasks;
+        next_.store(0);
+        pending_.store(n_threads_ - 1);
+        generation_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    cv_.notify_all();
+    work(0);
+    while (pending_.load(std::memory_order_acquire) != 0) _mm_pause();
+    fn_ = nullptr;
+}
+
+int default_thread_count() {
+    unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : (int)n;
+}
+
+}  // namespace bee

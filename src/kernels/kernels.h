@@ -1,0 +1,81 @@
+// kernels/kernels: CPU compute used by model/: matmul for every weight type, norms, rope, activations,
+// softmax, attention over the KV cache. Each op has a scalar reference in kernels/ref and a fast path
+// chosen at run time from cpu_isa(). Every output element is reduced in one fixed order, whatever the
+// batch size or thread count (DESIGN.md invariant 2).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "gguf/ggml_type.h"
+#include "quant/quant.h"
+
+namespace bee {
+
+// Dot product of a weight row (type wtype) and an activation row in quant_traits(wtype)->vec_dot_type,
+// for the active ISA (falls back to the reference where no fast path exists).
+VecDotFn vec_dot_for(GgmlType wtype);
+// Activation conversion for the active ISA: float row -> vec_dot_type row (may be the reference).
+QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type);
+
+// y (n_tok, n_out) = x (n_tok, n_in) · Wᵀ where W (n_out, n_in) is row-major in type wtype.
+// n_in must be a multiple of the type's block size. Threads split output rows.
+void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in,
+            const float* x, int64_t n_tok, float* y);
+
+// Copies rows `ids` of a (n_rows, n) matrix of type `type` into dst (ids.size(), n) as float.
+void get_rows(GgmlType type, const void* w, int64_t n, const int32_t* ids, int64_t n_ids, float* dst);
+
+// y = x / sqrt(mean(x²) + eps) * w   (w may be nullptr: no scale). x and y may alias.
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+
+enum class RopeMode { normal = 0, neox = 2 };  // normal: pairs (2i, 2i+1); neox: pairs (i, i + n_rot/2)
+
+struct RopeParams {
+    int n_rot = 0;                 // rotated dims per head (<= head_dim)
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;       // linear scaling: position multiplied by this
+    RopeMode mode = RopeMode::normal;
+    const float* freq_factors = nullptr;  // optional rope_freqs, n_rot/2 divisors of theta
+};
+// Rotates x (n_head, head_dim) in place for position pos.
+void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p);
+
+void silu(float* x, int64_t n);                           // x = x * sigmoid(x)
+void gelu_tanh(float* x, int64_t n);                      // tanh approximation of GELU
+void mul(float* x, const float* y, int64_t n);            // x *= y
+void add(float* x, const float* y, int64_t n);            // x += y
+void scale(float* x, float s, int64_t n);                 // x *= s
+void softmax(float* x, int64_t n);                        // in place, max-subtracted
+void softcap(float* x, float cap, int64_t n);             // x = cap * tanh(x / cap)
+
+// Attention of a batch of query rows over KV cells of one layer.
+// The caller (model/ with kv/) gives, per query row, the cells it may see, in a fixed order
+// (ascending position), so the result does not depend on what else is in the batch.
+struct AttentionArgs {
+    int n_rows = 0;                 // query rows
+    int n_head = 0, n_head_kv = 0, head_dim = 0;
+    const float* q = nullptr;       // (n_rows, n_head, head_dim)
+    float* out = nullptr;           // (n_rows, n_head, head_dim)
+    float scale = 1.0f;             // applied to q·k
+    float softcap = 0.0f;           // 0 = none; else scores = softcap * tanh(scores / softcap)
+    GgmlType k_type = GgmlType::F32, v_type = GgmlType::F32;  // F32 or F16 for now
+    const uint8_t* k = nullptr;     // cell c, kv head h at k + c*k_cell_bytes + h*head_dim*elem
+    const uint8_t* v = nullptr;     // same layout as k
+    size_t k_cell_bytes = 0, v_cell_bytes = 0;
+    const std::vector<int32_t>* const* visible = nullptr;  // [n_rows] -> cell indices, ascending pos
+};
+void attention(ThreadPool& pool, const AttentionArgs& a);
+
+// Scalar references of the above (always built; tests hold the fast paths to them).
+namespace ref {
+void matmul(GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok, float* y);
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
+void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p);
+void silu(float* x, int64_t n);
+void gelu_tanh(float* x, int64_t n);
+void softmax(float* x, int64_t n);
+void attention(const AttentionArgs& a);
+}  // namespace ref
+
+}  // namespace bee

@@ -1,0 +1,58 @@
+// tokenizer/tokenizer: vocab from tokenizer.ggml.*, SPM and byte-level BPE with GGUF pre-tokenizers,
+// special tokens, and streaming-safe detokenization.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace bee {
+
+class GgufFile;
+
+enum class TokenType : int32_t {  // tokenizer.ggml.token_type values
+    undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
+};
+
+class Tokenizer {
+public:
+    // Reads tokenizer.ggml.* from the file. Throws Error naming the file and key on bad/missing data
+    // or an unsupported tokenizer.ggml.model / tokenizer.ggml.pre.
+    static std::unique_ptr<Tokenizer> from_gguf(const GgufFile& f);
+    virtual ~Tokenizer() = default;
+
+    // add_special: add BOS/EOS as the vocab's add_bos/add_eos flags say.
+    // parse_special: text of control/user-defined tokens (e.g. "<|im_start|>") becomes those tokens.
+    virtual std::vector<int32_t> encode(const std::string& text, bool add_special, bool parse_special) const = 0;
+    // Bytes of one token (byte tokens become their byte, SPM "▁" becomes a space, BPE bytes unmapped).
+    // Control tokens give their text only if `special` is true, else "".
+    virtual std::string token_to_piece(int32_t id, bool special) const = 0;
+    std::string decode(const std::vector<int32_t>& ids, bool special = false) const;
+
+    virtual int32_t n_vocab() const = 0;
+    virtual int32_t bos() const = 0;    // -1 if none
+    virtual int32_t eos() const = 0;    // -1 if none
+    virtual bool add_bos() const = 0;
+    virtual bool add_eos() const = 0;
+    virtual bool is_eog(int32_t id) const = 0;  // end of generation: eos, eot, eom, ...
+    virtual TokenType token_type(int32_t id) const = 0;
+    virtual const std::string& token_text(int32_t id) const = 0;  // raw vocab string
+    virtual const char* model_name() const = 0;  // "llama" (SPM) or "gpt2" (BPE)
+};
+
+// Turns a stream of token ids into text without ever emitting part of a UTF-8 character.
+class StreamDecoder {
+public:
+    explicit StreamDecoder(const Tokenizer& tok, bool special = false) : tok_(tok), special_(special) {}
+    // Returns the text that is complete after this token (possibly "").
+    std::string push(int32_t id);
+    // Returns whatever is held back (invalid or truncated UTF-8 comes out as U+FFFD).
+    std::string flush();
+
+private:
+    const Tokenizer& tok_;
+    bool special_;
+    std::string pending_;
+};
+
+}  // namespace bee
