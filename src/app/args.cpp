@@ -1,0 +1,155 @@
+// app/args: parser and shared option groups.
+#include "app/args.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "base/error.h"
+
+namespace bee {
+
+static std::vector<std::string> split_names(const char* names) {
+    std::vector<std::string> out;
+    std::string cur;
+    for (const char* p = names;; p++) {
+        if (*p == ',' || *p == 0) {
+            if (!cur.empty()) out.push_back(cur);
+            cur.clear();
+            if (*p == 0) break;
+        } else {
+            cur += *p;
+        }
+    }
+    return out;
+}
+
+void ArgParser::flag(const char* names, bool* out, const char* help) {
+    opts_.push_back({split_names(names), false, "", help, [out](const std::string&) { *out = true; }});
+}
+
+void ArgParser::str(const char* names, std::string* out, const char* meta, const char* help) {
+    opts_.push_back({split_names(names), true, meta, help, [out](const std::string& v) { *out = v; }});
+}
+
+void ArgParser::custom(const char* names, const char* meta, const char* help,
+                       std::function<void(const std::string&)> fn) {
+    opts_.push_back({split_names(names), true, meta, help, std::move(fn)});
+}
+
+void ArgParser::i32(const char* names, int32_t* out, const char* help, int64_t lo, int64_t hi) {
+    std::string flag = split_names(names).back();
+    custom(names, "N", help, [=](const std::string& v) {
+        char* end = nullptr;
+        errno = 0;
+        long long x = strtoll(v.c_str(), &end, 10);
+        if (v.empty() || *end || errno) fail("invalid value '%s' for %s: expected an integer", v.c_str(), flag.c_str());
+        if (x < lo || x > hi)
+            fail("invalid value %lld for %s: must be in [%lld, %lld]", x, flag.c_str(), (long long)lo, (long long)hi);
+        *out = (int32_t)x;
+    });
+}
+
+void ArgParser::u64(const char* names, uint64_t* out, const char* help) {
+    std::string flag = split_names(names).back();
+    custom(names, "N", help, [=](const std::string& v) {
+        char* end = nullptr;
+        errno = 0;
+        long long x = strtoll(v.c_str(), &end, 10);
+        if (v.empty() || *end || errno) fail("invalid value '%s' for %s: expected an integer", v.c_str(), flag.c_str());
+        *out = x < 0 ? 0xFFFFFFFFull : (uint64_t)x;  // -1: random, as llama.cpp
+    });
+}
+
+void ArgParser::f32(const char* names, float* out, const char* help, float lo, float hi) {
+    std::string flag = split_names(names).back();
+    custom(names, "X", help, [=](const std::string& v) {
+        char* end = nullptr;
+        errno = 0;
+        float x = strtof(v.c_str(), &end);
+        if (v.empty() || *end || errno) fail("invalid value '%s' for %s: expected a number", v.c_str(), flag.c_str());
+        if (x < lo || x > hi) fail("invalid value %g for %s: must be in [%g, %g]", x, flag.c_str(), lo, hi);
+        *out = x;
+    });
+}
+
+const ArgParser::Opt* ArgParser::find(const std::string& name) const {
+    for (const Opt& o : opts_)
+        for (const std::string& n : o.names)
+            if (n == name) return &o;
+    return nullptr;
+}
+
+bool ArgParser::parse(int argc, char** argv) {
+    for (int i = 0; i < argc; i++) {
+        std::string a = argv[i];
+        if (a == "-h" || a == "--help") {
+            fputs(usage().c_str(), stdout);
+            return false;
+        }
+        std::string value;
+        bool has_inline = false;
+        if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+            value = a.substr(a.find('=') + 1);
+            a = a.substr(0, a.find('='));
+            has_inline = true;
+        }
+        if (a.size() > 1 && a[0] == '-' && !(a.size() > 1 && (isdigit((unsigned char)a[1]) || a[1] == '.'))) {
+            const Opt* o = find(a);
+            if (!o) fail("unknown option '%s' (see %s --help)", a.c_str(), prog_.c_str());
+            if (o->takes_value && !has_inline) {
+                if (i + 1 >= argc) fail("option %s needs a value (%s)", a.c_str(), o->meta.c_str());
+                value = argv[++i];
+            }
+            o->set(value);
+        } else {
+            if (!pos_) fail("unexpected argument '%s' (see %s --help)", a.c_str(), prog_.c_str());
+            pos_->push_back(a);
+        }
+    }
+    return true;
+}
+
+std::string ArgParser::usage() const {
+    std::string s = "usage: " + prog_ + " [options]" + (pos_ ? " " + pos_meta_ : "") + "\n" + summary_ + "\n\n";
+    for (const Opt& o : opts_) {
+        std::string left;
+        for (const std::string& n : o.names) left += (left.empty() ? "" : ", ") + n;
+        if (o.takes_value) left += " " + o.meta;
+        s += strfmt("  %-34s %s\n", left.c_str(), o.help.c_str());
+    }
+    return s;
+}
+
+static GgmlType parse_kv_type(const std::string& v, const char* flag) {
+    GgmlType t;
+    if (!ggml_type_from_name(v.c_str(), &t) || (t != GgmlType::F32 && t != GgmlType::F16))
+        fail("invalid value '%s' for %s: supported KV cache types are f32, f16", v.c_str(), flag);
+    return t;
+}
+
+void add_model_options(ArgParser& p, ModelOptions& o) {
+    p.str("-m,--model", &o.model, "FILE", "model GGUF file");
+    p.i32("-c,--ctx-size", &o.n_ctx, "context size in tokens (0: the model's) [4096]", 0, 1 << 24);
+    p.i32("-b,--batch-size", &o.n_batch, "logical batch size for prompt processing [2048]", 1, 1 << 20);
+    p.i32("-ub,--ubatch-size", &o.n_ubatch, "physical batch size (rows per forward pass) [512]", 1, 1 << 20);
+    p.i32("-t,--threads", &o.n_threads, "threads (0: all cores) [0]", 0, 4096);
+    p.custom("-ctk,--cache-type-k", "TYPE", "KV cache type for K: f32, f16 [f16]",
+             [&o](const std::string& v) { o.type_k = parse_kv_type(v, "--cache-type-k"); });
+    p.custom("-ctv,--cache-type-v", "TYPE", "KV cache type for V: f32, f16 [f16]",
+             [&o](const std::string& v) { o.type_v = parse_kv_type(v, "--cache-type-v"); });
+}
+
+void add_sampling_options(ArgParser& p, SamplingParams& s) {
+    p.u64("-s,--seed", &s.seed, "RNG seed (-1: random) [-1]");
+    p.f32("--temp", &s.temp, "temperature (0: greedy) [0.8]", 0.0f, 100.0f);
+    p.i32("--top-k", &s.top_k, "top-k (0: off) [40]", 0, INT32_MAX);
+    p.f32("--top-p", &s.top_p, "top-p (1: off) [0.95]", 0.0f, 1.0f);
+    p.f32("--min-p", &s.min_p, "min-p (0: off) [0.05]", 0.0f, 1.0f);
+    p.f32("--repeat-penalty", &s.repeat_penalty, "repetition penalty (1: off) [1.0]", 0.0f, 100.0f);
+    p.i32("--repeat-last-n", &s.repeat_last_n, "penalty window (0: off, -1: context) [64]", -1, INT32_MAX);
+    p.f32("--presence-penalty", &s.presence_penalty, "presence penalty (0: off) [0]", -100.0f, 100.0f);
+    p.f32("--frequency-penalty", &s.frequency_penalty, "frequency penalty (0: off) [0]", -100.0f, 100.0f);
+}
+
+}  // namespace bee

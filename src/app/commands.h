@@ -1,0 +1,11 @@
+// app/commands: the `bee` subcommands; each returns the process exit code (0 ok, 1 error, 2 usage).
+#pragma once
+
+namespace bee {
+
+int cmd_run(int argc, char** argv);
+int cmd_tokenize(int argc, char** argv);
+int cmd_gguf(int argc, char** argv);
+int cmd_quantize(int argc, char** argv);
+
+}  // namespace bee

@@ -1,0 +1,14 @@
+// kernels/x86/avx2: AVX2+FMA+F16C fast paths. Only called when cpu_isa() >= Isa::avx2.
+#pragma once
+#include "quant/quant.h"
+
+namespace bee::avx2 {
+
+// AVX2 dot product for weight type `wtype` (with its vec_dot_type activations), or nullptr if none.
+VecDotFn vec_dot(GgmlType wtype);
+// AVX2 float -> activation-type conversion (Q8_0, Q8_1, Q8_K), or nullptr if none.
+// Must produce exactly the bytes of the reference quantizer (batch invariance across ISA is not
+// required, but within one ISA results must not depend on batch shape).
+QuantizeRowFn quantize_activation(GgmlType vec_dot_type);
+
+}  // namespace bee::avx2

@@ -1,0 +1,84 @@
+// kv/kv_cache: KV cells (position + set of sequences), sequence ops, and per-layer K/V storage whose
+// element type is chosen separately for K and V.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "gguf/ggml_type.h"
+
+namespace bee {
+
+constexpr int kMaxSequences = 64;  // sequence ids are 0..63 (one bit each in a cell's seq mask)
+
+struct KvCell {
+    int32_t pos = -1;      // -1: free
+    uint64_t seq_mask = 0; // bit s set: the cell belongs to sequence s
+    bool used() const { return seq_mask != 0; }
+    bool has_seq(int s) const { return (seq_mask >> s) & 1; }
+};
+
+struct KvCacheParams {
+    int n_layer = 0;
+    int n_cells = 0;      // total cells (context size summed over sequences)
+    int64_t n_embd_k = 0; // per layer and cell: n_head_kv * head_dim_k
+    int64_t n_embd_v = 0; // per layer and cell: n_head_kv * head_dim_v
+    GgmlType type_k = GgmlType::F16;
+    GgmlType type_v = GgmlType::F16;
+};
+
+class KvCache {
+public:
+    // Throws Error if a type is not a supported KV storage type (F32, F16 for now).
+    explicit KvCache(const KvCacheParams& p);
+
+    const KvCacheParams& params() const { return p_; }
+    int n_cells() const { return p_.n_cells; }
+    int n_used() const { return n_used_; }
+    const KvCell& cell(int i) const { return cells_[i]; }
+
+    // Storage: layer il, cell c. Row bytes are k_row_bytes() / v_row_bytes().
+    uint8_t* k_row(int il, int c) { return k_[il].data() + (size_t)c * k_row_bytes_; }
+    uint8_t* v_row(int il, int c) { return v_[il].data() + (size_t)c * v_row_bytes_; }
+    const uint8_t* k_data(int il) const { return k_[il].data(); }
+    const uint8_t* v_data(int il) const { return v_[il].data(); }
+    size_t k_row_bytes() const { return k_row_bytes_; }
+    size_t v_row_bytes() const { return v_row_bytes_; }
+    size_t total_bytes() const { return (k_row_bytes_ + v_row_bytes_) * (size_t)p_.n_cells * p_.n_layer; }
+
+    // Takes n free cells (lowest free indices first) and sets their (pos, seq); returns false and
+    // changes nothing if fewer than n are free.
+    bool alloc(int n, const int32_t* pos, const int32_t* seq, int32_t* cells_out);
+    // Frees the given cells entirely (used to undo an alloc after an error).
+    void free_cells(const int32_t* cells, int n);
+
+    // Sequence ops (llama.cpp semantics; seq < 0 means every sequence, p1 < 0 means infinity):
+    void seq_rm(int seq, int32_t p0, int32_t p1);                 // drop positions [p0, p1)
+    void seq_cp(int src, int dst, int32_t p0, int32_t p1);        // dst also owns src's cells in range
+    void seq_keep(int seq);                                       // drop every other sequence
+    // Adds delta to positions in [p0, p1) of seq. Cells shared with other sequences are refused
+    // (Error). The K rows of shifted cells must be re-rotated by the model: see take_shifts().
+    void seq_shift(int seq, int32_t p0, int32_t p1, int32_t delta);
+    void clear();
+
+    int32_t seq_pos_max(int seq) const;  // -1 if the sequence has no cells
+    int32_t seq_pos_min(int seq) const;  // -1 if the sequence has no cells
+    int seq_n_cells(int seq) const;
+
+    // Cells of `seq` sorted by position: (pos, cell) pairs. Used to build attention lists.
+    void seq_cells_sorted(int seq, std::vector<std::pair<int32_t, int32_t>>& out) const;
+
+    // Pending position shifts since the last call: per cell the delta to rotate K by (0 = none).
+    // Returns false if there are none.
+    bool take_shifts(std::vector<int32_t>& delta_per_cell);
+
+private:
+    KvCacheParams p_;
+    size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
+    std::vector<KvCell> cells_;
+    std::vector<int32_t> shift_;  // pending K rotation per cell
+    bool has_shift_ = false;
+    int n_used_ = 0;
+    std::vector<std::vector<uint8_t>> k_, v_;  // [layer] -> (n_cells, row bytes)
+};
+
+}  // namespace bee

@@ -1,0 +1,52 @@
+// model/arch/gemma3: Gemma 3 text — embeddings scaled by sqrt(n_embd), q/k norms, pre- and post-norms
+// around attention and FFN, GeGLU (tanh GELU), sliding-window layers (5 of every 6) with their own
+// rope base, neox rope, optional final logit soft-cap.
+#include <cmath>
+
+#include "model/arch/arch.h"
+
+namespace bee {
+
+constexpr int kGemma3SwaPattern = 6;  // layers il with il % 6 == 5 are global, the rest local
+
+static void gemma3_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
+    load_common_hparams(f, hp);
+    const std::string& a = hp.arch;
+    hp.embd_scale = std::sqrt((float)hp.n_embd);
+    hp.final_softcap = arch_float(f, a, "final_logit_softcapping", 0.0f);
+    hp.attn_softcap = arch_float(f, a, "attn_logit_softcapping", 0.0f);
+    const float base_swa = arch_float(f, a, "rope.freq_base_swa", 10000.0f);
+    for (int il = 0; il < hp.n_layer; il++) {
+        LayerParams& lp = hp.layers[il];
+        lp.rope.mode = RopeMode::neox;
+        lp.swa = hp.n_swa > 0 && il % kGemma3SwaPattern < kGemma3SwaPattern - 1;
+        if (lp.swa) {  // local layers: own base, no scaling
+            lp.rope.freq_base = base_swa;
+            lp.rope.freq_scale = 1.0f;
+        }
+    }
+    bind_common_weights(f, hp, w);
+    LayerTensors t;
+    t.qk_norm = true;
+    t.post_norms = true;
+    bind_decoder_layers(f, hp, w, t);
+}
+
+// x += post_norm(attn(norm(x))); x += post_norm(ffn(norm(x)))
+static void gemma3_forward_layer(ForwardCtx& c, int il) {
+    const LayerWeights& L = c.w.layers[il];
+    float* xn = c.s.xn.data();
+    float* out = c.s.out.data();
+    norm_rows(c, c.x, L.attn_norm, xn, c.hp.n_embd);
+    self_attention(c, il, xn);
+    norm_rows(c, out, L.post_attn_norm, out, c.hp.n_embd);
+    residual_add(c, out);
+    norm_rows(c, c.x, L.ffn_norm, xn, c.hp.n_embd);
+    ffn_gated(c, il, xn, FfnAct::gelu);
+    norm_rows(c, out, L.post_ffn_norm, out, c.hp.n_embd);
+    residual_add(c, out);
+}
+
+extern const ArchDef kArchGemma3 = {"gemma3", gemma3_load, gemma3_forward_layer};
+
+}  // namespace bee

@@ -1,0 +1,17 @@
+// model/arch/qwen3: Qwen3 dense — the llama layout without biases, per-head RMS norm on q and k, neox rope.
+#include "model/arch/arch.h"
+
+namespace bee {
+
+static void qwen3_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
+    load_common_hparams(f, hp);
+    for (LayerParams& lp : hp.layers) lp.rope.mode = RopeMode::neox;
+    bind_common_weights(f, hp, w);
+    LayerTensors t;
+    t.qk_norm = true;
+    bind_decoder_layers(f, hp, w, t);
+}
+
+extern const ArchDef kArchQwen3 = {"qwen3", qwen3_load, decoder_layer_prenorm};
+
+}  // namespace bee

@@ -1,0 +1,180 @@
+// model/engine: batch validation, KV cell allocation, attention visibility lists, the layer loop and
+// the output head.
+#include "model/engine.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "kernels/kernels.h"
+#include "quant/quant.h"
+
+namespace bee {
+
+Engine::Engine(const Model& model, const EngineParams& params) : model_(model), params_(params) {
+    const HParams& hp = model.hparams();
+    if (params_.n_ctx <= 0) params_.n_ctx = hp.n_ctx_train;
+    if (params_.n_ctx > hp.n_ctx_train)
+        BEE_LOG_WARN("context %d is larger than the model's training context %d", params_.n_ctx, hp.n_ctx_train);
+    if (params_.n_ubatch <= 0) fail("n_ubatch must be at least 1 (got %d)", params_.n_ubatch);
+    params_.n_ubatch = std::min(params_.n_ubatch, params_.n_ctx);
+    if (params_.n_seq_max < 1 || params_.n_seq_max > kMaxSequences)
+        fail("number of sequences must be 1..%d (got %d)", kMaxSequences, params_.n_seq_max);
+    if (params_.n_threads <= 0) params_.n_threads = default_thread_count();
+    pool_ = std::make_unique<ThreadPool>(params_.n_threads);
+    KvCacheParams kp;
+    kp.n_layer = hp.n_layer;
+    kp.n_cells = params_.n_ctx;
+    kp.n_embd_k = (int64_t)hp.n_head_kv * hp.head_dim;
+    kp.n_embd_v = (int64_t)hp.n_head_kv * hp.head_dim_v;
+    kp.type_k = params_.type_k;
+    kp.type_v = params_.type_v;
+    kv_ = std::make_unique<KvCache>(kp);
+    scratch_.resize(hp, params_.n_ubatch);
+    x_.assign((size_t)params_.n_ubatch * hp.n_embd, 0);
+    vis_full_.resize(params_.n_ubatch);
+    vis_swa_.resize(params_.n_ubatch);
+    for (int i = 0; i < params_.n_ubatch; i++) {
+        vis_full_ptr_.push_back(&vis_full_[i]);
+        vis_swa_ptr_.push_back(&vis_swa_[i]);
+    }
+}
+
+void Engine::validate(const Batch& b) const {
+    const int n = b.size();
+    const HParams& hp = model_.hparams();
+    if (n == 0) fail("decode: empty batch");
+    if ((int)b.pos.size() != n || (int)b.seq.size() != n || (int)b.logits.size() != n ||
+        (!b.parent.empty() && (int)b.parent.size() != n))
+        fail("decode: batch arrays have different lengths");
+    std::vector<int32_t> last(params_.n_seq_max, -2);
+    for (int r = 0; r < n; r++) {
+        if (b.token[r] < 0 || b.token[r] >= hp.n_vocab)
+            fail("decode: batch row %d: token id %d is out of range [0, %d)", r, b.token[r], hp.n_vocab);
+        if (b.seq[r] < 0 || b.seq[r] >= params_.n_seq_max)
+            fail("decode: batch row %d: sequence id %d is out of range [0, %d)", r, b.seq[r], params_.n_seq_max);
+        if (b.pos[r] < 0) fail("decode: batch row %d: negative position %d", r, b.pos[r]);
+        const int s = b.seq[r];
+        if (last[s] == -2) last[s] = kv_->seq_pos_max(s);
+        if (b.parent.empty()) {
+            if (b.pos[r] <= last[s])
+                fail("decode: batch row %d: position %d of sequence %d is not after its previous position %d "
+                     "(remove cached positions first)", r, b.pos[r], s, last[s]);
+            last[s] = b.pos[r];
+        } else {
+            const int p = b.parent[r];
+            if (p < -1 || p >= r) fail("decode: batch row %d: parent %d must be -1 or an earlier row", r, p);
+            const int32_t want = p < 0 ? kv_->seq_pos_max(s) + 1 : b.pos[p] + 1;
+            if (p >= 0 && b.seq[p] != s) fail("decode: batch row %d: parent row %d is in another sequence", r, p);
+            if (b.pos[r] != want)
+                fail("decode: batch row %d: tree position %d, expected %d (parent position + 1)", r, b.pos[r], want);
+        }
+    }
+    if (!b.parent.empty() && n > params_.n_ubatch)
+        fail("decode: tree batch of %d rows is larger than n_ubatch %d", n, params_.n_ubatch);
+    const int n_free = kv_->n_cells() - kv_->n_used();
+    if (n > n_free)
+        fail("decode: KV cache is full: the batch needs %d cells, %d of %d are free (raise -c / --ctx-size)", n,
+             n_free, kv_->n_cells());
+}
+
+void Engine::apply_shifts() {
+    std::vector<int32_t> delta;
+    if (!kv_->take_shifts(delta)) return;
+    const HParams& hp = model_.hparams();
+    const KvCacheParams& kp = kv_->params();
+    const QuantTraits* qt = quant_traits(kp.type_k);
+    std::vector<float> row(kp.n_embd_k);
+    for (int il = 0; il < hp.n_layer; il++)
+        for (int c = 0; c < kv_->n_cells(); c++) {
+            if (delta[c] == 0) continue;
+            uint8_t* k = kv_->k_row(il, c);
+            qt->dequantize_row(k, row.data(), kp.n_embd_k);
+            rope(row.data(), hp.n_head_kv, hp.head_dim, delta[c], hp.layers[il].rope);
+            qt->quantize_row(row.data(), k, kp.n_embd_k);
+        }
+}
+
+// note: each list is sorted by position, so attention reduces in an order that depends only on the
+// row's own sequence history, not on cell placement or on the rest of the batch (invariant 2).
+void Engine::build_visible(const Batch& b, int r0, int n, const int32_t* cells) {
+    const HParams& hp = model_.hparams();
+    const bool tree = !b.parent.empty();
+    int cur_seq = -1;
+    for (int i = 0; i < n; i++) {
+        const int r = r0 + i;
+        const int s = b.seq[r];
+        const int32_t pos = b.pos[r];
+        if (s != cur_seq) {
+            kv_->seq_cells_sorted(s, seq_cells_);
+            cur_seq = s;
+        }
+        std::vector<int32_t>& full = vis_full_[i];
+        full.clear();
+        if (!tree) {
+            for (const auto& [p, c] : seq_cells_) {
+                if (p > pos) break;
+                full.push_back(c);
+            }
+        } else {
+            std::vector<int32_t> chain;
+            for (int a = r; a >= 0; a = b.parent[a]) chain.push_back(a);
+            const int32_t first_batch_pos = b.pos[chain.back()];
+            for (const auto& [p, c] : seq_cells_) {
+                if (p >= first_batch_pos) break;
+                full.push_back(c);
+            }
+            for (auto it = chain.rbegin(); it != chain.rend(); ++it) full.push_back(cells[*it]);
+        }
+        if (hp.n_swa > 0) {
+            std::vector<int32_t>& swa = vis_swa_[i];
+            swa.clear();
+            for (int32_t c : full)
+                if (pos - kv_->cell(c).pos < hp.n_swa) swa.push_back(c);
+        }
+    }
+}
+
+void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out) {
+    const HParams& hp = model_.hparams();
+    const ModelWeights& w = model_.weights();
+    float* x = x_.data();
+    get_rows(w.tok_embd.type, w.tok_embd.data, hp.n_embd, &b.token[r0], n, x);
+    if (hp.embd_scale != 1.0f) scale(x, hp.embd_scale, (int64_t)n * hp.n_embd);
+    build_visible(b, r0, n, cells);
+    ForwardCtx c{hp, w, *pool_, *kv_, n, &b.pos[r0], cells + r0, vis_full_ptr_.data(), vis_swa_ptr_.data(), x,
+                 scratch_};
+    for (int il = 0; il < hp.n_layer; il++) model_.arch().forward_layer(c, il);
+
+    std::vector<int32_t> want;
+    for (int i = 0; i < n; i++)
+        if (b.logits[r0 + i]) want.push_back(i);
+    if (want.empty()) return;
+    hidden_.resize(want.size() * (size_t)hp.n_embd);
+    for (size_t j = 0; j < want.size(); j++)
+        rms_norm(x + (size_t)want[j] * hp.n_embd, (const float*)w.output_norm.data, &hidden_[j * hp.n_embd],
+                 hp.n_embd, hp.norm_eps);
+    const size_t base = out.logits.size();
+    out.logits.resize(base + want.size() * (size_t)hp.n_vocab);
+    float* logits = out.logits.data() + base;
+    matmul(*pool_, w.output.type, w.output.data, hp.n_vocab, hp.n_embd, hidden_.data(), (int64_t)want.size(), logits);
+    if (hp.final_softcap > 0) softcap(logits, hp.final_softcap, (int64_t)want.size() * hp.n_vocab);
+    for (int32_t i : want) out.rows.push_back(r0 + i);
+}
+
+void Engine::decode(const Batch& b, DecodeOutput& out) {
+    validate(b);
+    apply_shifts();
+    out.n_vocab = model_.hparams().n_vocab;
+    out.rows.clear();
+    out.logits.clear();
+    const int n = b.size();
+    std::vector<int32_t> cells(n);
+    if (!kv_->alloc(n, b.pos.data(), b.seq.data(), cells.data()))
+        fail("decode: KV cache is full (raise -c / --ctx-size)");
+    for (int r0 = 0; r0 < n; r0 += params_.n_ubatch)
+        forward_ubatch(b, r0, std::min(params_.n_ubatch, n - r0), cells.data(), out);
+}
+
+}  // namespace bee

@@ -1,0 +1,56 @@
+// model/engine: one inference context over a Model — the KV cache, scratch, thread pool — and
+// decode(Batch), the single entry point every caller (run, server, drafters) goes through.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace bee {
+
+struct EngineParams {
+    int n_ctx = 4096;       // KV cells in total (0: the model's training context)
+    int n_ubatch = 512;     // rows per forward pass; longer batches are split
+    int n_threads = 0;      // 0: default_thread_count()
+    int n_seq_max = 1;      // sequence ids 0..n_seq_max-1
+    GgmlType type_k = GgmlType::F16;
+    GgmlType type_v = GgmlType::F16;
+};
+
+class Engine {
+public:
+    // Throws Error on invalid parameters (context larger than the model supports is allowed, with a warning).
+    Engine(const Model& model, const EngineParams& params);
+
+    // Runs the batch: writes its K/V into the cache and returns the logits of rows that asked.
+    // Throws Error (and leaves the cache as it was) on an invalid batch or when the cache is full.
+    void decode(const Batch& batch, DecodeOutput& out);
+
+    const Model& model() const { return model_; }
+    const EngineParams& params() const { return params_; }
+    KvCache& kv() { return *kv_; }
+    ThreadPool& pool() { return *pool_; }
+
+private:
+    void validate(const Batch& b) const;
+    void apply_shifts();
+    void build_visible(const Batch& b, int r0, int n, const int32_t* cells);
+    void forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out);
+
+    const Model& model_;
+    EngineParams params_;
+    std::unique_ptr<ThreadPool> pool_;
+    std::unique_ptr<KvCache> kv_;
+    ForwardScratch scratch_;
+    std::vector<float> x_;                           // (n_ubatch, n_embd)
+    std::vector<float> hidden_;                      // (n_out, n_embd) final-normed rows for the head
+    std::vector<std::vector<int32_t>> vis_full_, vis_swa_;  // per ubatch row
+    std::vector<const std::vector<int32_t>*> vis_full_ptr_, vis_swa_ptr_;
+    std::vector<std::pair<int32_t, int32_t>> seq_cells_;
+};
+
+}  // namespace bee

@@ -1,0 +1,81 @@
+// model/forward: the state one ubatch's forward pass runs on, and the building blocks architecture
+// files are made of (norms, linear layers, self-attention with the KV cache, gated FFNs).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "gguf/gguf.h"
+#include "kv/kv_cache.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+
+namespace bee {
+
+// Scratch buffers sized for n_ubatch rows at construction (no allocation per step).
+struct ForwardScratch {
+    std::vector<float> xn;    // (n_rows, n_embd) normed input
+    std::vector<float> q;     // (n_rows, n_head * head_dim)
+    std::vector<float> k;     // (n_rows, n_head_kv * head_dim)
+    std::vector<float> v;     // (n_rows, n_head_kv * head_dim_v)
+    std::vector<float> att;   // (n_rows, n_head * head_dim_v)
+    std::vector<float> out;   // (n_rows, n_embd) block output
+    std::vector<float> ff_a;  // (n_rows, n_ff)
+    std::vector<float> ff_b;  // (n_rows, n_ff)
+    void resize(const HParams& hp, int n_rows);
+};
+
+struct ForwardCtx {
+    const HParams& hp;
+    const ModelWeights& w;
+    ThreadPool& pool;
+    KvCache& kv;
+    int n_rows = 0;
+    const int32_t* pos = nullptr;    // [n_rows]
+    const int32_t* cells = nullptr;  // [n_rows] KV cell of each row
+    // [n_rows] cells each row may attend to (ascending position), full and sliding-window layers.
+    const std::vector<int32_t>* const* visible_full = nullptr;
+    const std::vector<int32_t>* const* visible_swa = nullptr;
+    float* x = nullptr;              // (n_rows, n_embd) residual stream
+    ForwardScratch& s;
+};
+
+// out (n_rows, n) = rms_norm(in) * w, row by row.
+void norm_rows(const ForwardCtx& c, const float* in, const Weight& w, float* out, int64_t n);
+// out (n_rows, w.ne1) = in (n_rows, w.ne0) · wᵀ (+ bias if given).
+void linear(const ForwardCtx& c, const Weight& w, const Weight& bias, const float* in, float* out);
+// Self-attention of layer il on normed input xn into c.s.out: projections (+biases), per-head q/k
+// norms when the layer has them, rope, KV write, attention over the visible cells, output projection.
+void self_attention(ForwardCtx& c, int il, const float* xn);
+
+enum class FfnAct { silu, gelu };
+// Gated FFN of layer il on normed input xn into c.s.out: down(act(gate(xn)) * up(xn)).
+void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act);
+// x += y over (n_rows, n_embd).
+void residual_add(const ForwardCtx& c, const float* y);
+
+// Binding helpers for architecture files: the tensor `name` with shape (ne0, ne1); throws Error naming
+// the file and tensor if missing (when required), of another shape, or of an unsupported type.
+Weight bind_weight(const GgufFile& f, const std::string& name, int64_t ne0, int64_t ne1, bool required = true);
+// Reads `<arch>.<key>`; throws if missing and no default.
+int64_t arch_int(const GgufFile& f, const std::string& arch, const char* key);
+int64_t arch_int(const GgufFile& f, const std::string& arch, const char* key, int64_t def);
+float arch_float(const GgufFile& f, const std::string& arch, const char* key, float def);
+// Common hparams every decoder-only transformer has (n_embd, n_layer, heads, head dims, n_ff, eps,
+// context length, vocab size, rope defaults); fills hp.layers with one entry per layer.
+void load_common_hparams(const GgufFile& f, HParams& hp);
+// Binds token_embd, output_norm, output (tied to token_embd if absent), rope_freqs (optional).
+void bind_common_weights(const GgufFile& f, const HParams& hp, ModelWeights& w);
+
+// Which optional per-layer tensors an architecture has (declared by the arch, not detected).
+struct LayerTensors {
+    bool qkv_bias = false;    // attn_{q,k,v}.bias
+    bool qk_norm = false;     // attn_{q,k}_norm.weight
+    bool post_norms = false;  // post_attention_norm.weight, post_ffw_norm.weight
+};
+// Binds blk.N.* attention and gated-FFN tensors of every layer with llama.cpp's names.
+void bind_decoder_layers(const GgufFile& f, const HParams& hp, ModelWeights& w, LayerTensors opts);
+// The pre-norm decoder layer: x += attn(norm(x)); x += ffn_silu(norm(x)).
+void decoder_layer_prenorm(ForwardCtx& c, int il);
+
+}  // namespace bee

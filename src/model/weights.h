@@ -1,0 +1,39 @@
+// model/weights: a view of one tensor inside the mapped GGUF, and the weights of every layer.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "gguf/ggml_type.h"
+
+namespace bee {
+
+// A tensor in the file: ne0 is the row length (inputs), ne1 the number of rows (outputs).
+struct Weight {
+    GgmlType type = GgmlType::F32;
+    const void* data = nullptr;
+    int64_t ne0 = 0, ne1 = 1;
+    explicit operator bool() const { return data != nullptr; }
+};
+
+// Every tensor an architecture may bind; each arch fills what it uses. Shapes as (rows, cols).
+struct LayerWeights {
+    Weight attn_norm;            // (n_embd)
+    Weight wq, wk, wv, wo;       // (n_head*hd, n_embd), (n_head_kv*hd, n_embd) x2, (n_embd, n_head*hd)
+    Weight bq, bk, bv, bo;       // optional biases
+    Weight q_norm, k_norm;       // (hd) per-head RMS norm (qwen3, gemma3)
+    Weight post_attn_norm;       // (n_embd) gemma
+    Weight ffn_norm;             // (n_embd)
+    Weight ffn_gate, ffn_up;     // (n_ff, n_embd)
+    Weight ffn_down;             // (n_embd, n_ff)
+    Weight post_ffn_norm;        // (n_embd) gemma
+};
+
+struct ModelWeights {
+    Weight tok_embd;             // (n_vocab, n_embd)
+    Weight output_norm;          // (n_embd)
+    Weight output;               // (n_vocab, n_embd); == tok_embd when tied
+    Weight rope_freqs;           // optional (n_rot/2)
+    std::vector<LayerWeights> layers;
+};
+
+}  // namespace bee
