@@ -29,14 +29,16 @@ test: setup build models
 	python3 -m pytest -q tests/py
 
 asan:
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DBEE_SANITIZE=ON
-	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS)
+	cmake --preset asan
+	cmake --build --preset asan -j $(JOBS)
+	ctest --preset asan -j $(JOBS)
 
+# New inputs the fuzzer finds go to build-fuzz/corpus-gguf; tests/fuzz/corpus keeps only the checked-in seeds.
 fuzz:
 	CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DBEE_FUZZ=ON -DBEE_SANITIZE=ON
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
-	./build-fuzz/tests/fuzz_gguf -max_total_time=60 tests/fuzz/corpus
+	mkdir -p build-fuzz/corpus-gguf
+	./build-fuzz/tests/fuzz_gguf -max_total_time=60 build-fuzz/corpus-gguf tests/fuzz/corpus
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cpp' 'src/*.h' 'tests/*.cpp')

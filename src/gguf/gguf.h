@@ -30,7 +30,19 @@ struct GgufValue {
 
     bool is_integer() const;
     bool is_float() const { return type == GgufValueType::FLOAT32 || type == GgufValueType::FLOAT64; }
+
+    // Builders (writer, tests). Each fills every field the reader would fill for that type;
+    // make_uint/make_int/make_float take the type to tag the value with.
+    static GgufValue make_uint(GgufValueType t, uint64_t v);  // UINT8/16/32/64
+    static GgufValue make_int(GgufValueType t, int64_t v);    // INT8/16/32/64
+    static GgufValue make_float(GgufValueType t, double v);   // FLOAT32/64
+    static GgufValue make_bool(bool v);
+    static GgufValue make_str(std::string v);
+    static GgufValue make_array(GgufValueType elem, std::vector<GgufValue> elems);
 };
+
+// "uint32", "string", "array of string", "array of array" ...: the value's type for messages.
+std::string gguf_value_type_desc(const GgufValue& v);
 
 struct GgufTensor {
     std::string name;
@@ -47,6 +59,8 @@ struct GgufTensor {
 class GgufFile {
 public:
     // Maps and validates the whole file. Throws Error "<path>: <field> at byte <offset>: <problem>".
+    // Limits beyond the spec's: keys <= 65535 bytes, tensor names <= 1024, strings <= 1 GiB, arrays
+    // nested <= 8 deep, at most 2^23 array elements in all; bools must be 0 or 1; every tensor dim > 0.
     static GgufFile open(const std::string& path);
     // Validates an in-memory image (fuzzing, tests). `name` is used in messages. The bytes must
     // outlive the returned object.

@@ -25,10 +25,13 @@ public:
     void set(const std::string& key, const GgufValue& v);
 
     // Adds a tensor; `data` holds ggml_row_size(type, ne[0]) * ne[1]*ne[2]*ne[3] bytes (copied).
+    // Throws Error at once on a duplicate name, a bad shape or type, or a wrong byte count.
     void add_tensor(const std::string& name, GgmlType type, const std::vector<int64_t>& ne,
                     const void* data, size_t nbytes);
 
-    // The whole file image. Throws Error on inconsistent input (duplicate tensor names, bad sizes).
+    // The whole file image. Throws Error on inconsistent input (values out of range for their type,
+    // array elements of the wrong type, a bad alignment or a general.alignment key that disagrees).
+    // A non-default alignment is recorded as general.alignment (uint32) if that key is not set.
     std::vector<uint8_t> serialize() const;
     // serialize() to `path`; throws Error naming the path if it cannot be written.
     void write(const std::string& path) const;
