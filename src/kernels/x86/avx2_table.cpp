@@ -1,0 +1,55 @@
+// kernels/x86/avx2_table: which AVX2 kernel serves each type. Compiled without AVX2 flags: it only hands
+// out function pointers, which callers use after checking cpu_isa() >= Isa::avx2.
+#include "kernels/x86/avx2.h"
+
+namespace bee::avx2 {
+
+// vec_dot_avx2.cpp
+void vec_dot_f32_f32(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_f16_f32(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_bf16_f32(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a, float* out);
+// vec_dot_k_avx2.cpp
+void vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a, float* out);
+void vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a, float* out);
+// quantize_avx2.cpp
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1(const float* src, void* dst, int64_t n);
+void quantize_row_q8_K(const float* src, void* dst, int64_t n);
+
+VecDotFn vec_dot(GgmlType wtype) {
+    switch (wtype) {
+        case GgmlType::F32: return vec_dot_f32_f32;
+        case GgmlType::F16: return vec_dot_f16_f32;
+        case GgmlType::BF16: return vec_dot_bf16_f32;
+        case GgmlType::Q4_0: return vec_dot_q4_0_q8_0;
+        case GgmlType::Q4_1: return vec_dot_q4_1_q8_1;
+        case GgmlType::Q5_0: return vec_dot_q5_0_q8_0;
+        case GgmlType::Q5_1: return vec_dot_q5_1_q8_1;
+        case GgmlType::Q8_0: return vec_dot_q8_0_q8_0;
+        case GgmlType::Q2_K: return vec_dot_q2_K_q8_K;
+        case GgmlType::Q3_K: return vec_dot_q3_K_q8_K;
+        case GgmlType::Q4_K: return vec_dot_q4_K_q8_K;
+        case GgmlType::Q5_K: return vec_dot_q5_K_q8_K;
+        case GgmlType::Q6_K: return vec_dot_q6_K_q8_K;
+        default: return nullptr;
+    }
+}
+
+QuantizeRowFn quantize_activation(GgmlType vec_dot_type) {
+    switch (vec_dot_type) {
+        case GgmlType::Q8_0: return quantize_row_q8_0;
+        case GgmlType::Q8_1: return quantize_row_q8_1;
+        case GgmlType::Q8_K: return quantize_row_q8_K;
+        default: return nullptr;
+    }
+}
+
+}  // namespace bee::avx2
