@@ -13,13 +13,15 @@
 namespace bee {
 
 // Dot product of a weight row (type wtype) and an activation row in quant_traits(wtype)->vec_dot_type,
-// for the active ISA (falls back to the reference where no fast path exists).
+// for the active ISA (falls back to the reference where no fast path exists); nullptr if unsupported.
 VecDotFn vec_dot_for(GgmlType wtype);
 // Activation conversion for the active ISA: float row -> vec_dot_type row (may be the reference).
 QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type);
 
 // y (n_tok, n_out) = x (n_tok, n_in) · Wᵀ where W (n_out, n_in) is row-major in type wtype.
-// n_in must be a multiple of the type's block size. Threads split output rows.
+// n_in must be a multiple of the type's block size; wtype must have a vec_dot (model/ checks at load;
+// here it aborts). Each x row is converted once to the vec_dot_type in a scratch buffer owned by the
+// calling thread; threads split output rows in fixed chunks; y[t][o] is always one vec_dot call.
 void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in,
             const float* x, int64_t n_tok, float* y);
 
@@ -52,6 +54,8 @@ void softcap(float* x, float cap, int64_t n);             // x = cap * tanh(x / 
 // Attention of a batch of query rows over KV cells of one layer.
 // The caller (model/ with kv/) gives, per query row, the cells it may see, in a fixed order
 // (ascending position), so the result does not depend on what else is in the batch.
+// Tasks are (row, head) pairs; each runs an online softmax over fixed tiles of its visible list.
+// GQA: head h reads kv head h / (n_head / n_head_kv). An empty list gives zeros.
 struct AttentionArgs {
     int n_rows = 0;                 // query rows
     int n_head = 0, n_head_kv = 0, head_dim = 0;
@@ -66,6 +70,8 @@ struct AttentionArgs {
     const std::vector<int32_t>* const* visible = nullptr;  // [n_rows] -> cell indices, ascending pos
 };
 void attention(ThreadPool& pool, const AttentionArgs& a);
+// True when attention() takes t as a K or V storage type (model/ checks this at start-up).
+bool attention_supports_kv_type(GgmlType t);
 
 // Scalar references of the above (always built; tests hold the fast paths to them).
 namespace ref {

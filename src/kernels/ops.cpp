@@ -1,0 +1,81 @@
+// kernels/ops: element-wise ops, norms and rope, dispatched to AVX2 or to the scalar reference.
+#include <cmath>
+
+#include "base/cpu.h"
+#include "kernels/kernels.h"
+#include "kernels/kernels_impl.h"
+
+namespace bee {
+
+namespace {
+inline bool use_avx2() { return cpu_isa() >= Isa::avx2; }
+constexpr int kMaxRopePairs = 512;
+}  // namespace
+
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
+    if (use_avx2()) return avx2_ops::rms_norm(x, w, y, n, eps);
+    ref::rms_norm(x, w, y, n, eps);
+}
+
+// Same arithmetic as ref::rope, with cos/sin computed once per call instead of once per head.
+void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p) {
+    const int half = p.n_rot / 2;
+    if (half > kMaxRopePairs) return ref::rope(x, n_head, head_dim, pos, p);
+    float cs[2 * kMaxRopePairs];  // (half, 2): cos, sin of pair i
+    const float theta_scale = powf(p.freq_base, -2.0f / (float)p.n_rot);
+    float theta = (float)pos;
+    for (int i = 0; i < half; i++) {
+        const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
+        const float th = p.freq_scale * (theta / ff);
+        cs[2 * i] = cosf(th);
+        cs[2 * i + 1] = sinf(th);
+        theta *= theta_scale;
+    }
+    const bool neox = p.mode == RopeMode::neox;
+    const int stride = neox ? 1 : 2;      // distance between consecutive pairs' first elements
+    const int partner = neox ? half : 1;  // distance from a pair's first to its second element
+    for (int h = 0; h < n_head; h++) {
+        float* v = x + (int64_t)h * head_dim;  // (head_dim)
+        for (int i = 0; i < half; i++) {
+            const float c = cs[2 * i], s = cs[2 * i + 1];
+            float* a = v + i * stride;
+            const float x0 = a[0], x1 = a[partner];
+            a[0] = x0 * c - x1 * s;
+            a[partner] = x0 * s + x1 * c;
+        }
+    }
+}
+
+void silu(float* x, int64_t n) {
+    if (use_avx2()) return avx2_ops::silu(x, n);
+    ref::silu(x, n);
+}
+
+void gelu_tanh(float* x, int64_t n) {
+    if (use_avx2()) return avx2_ops::gelu_tanh(x, n);
+    ref::gelu_tanh(x, n);
+}
+
+void mul(float* x, const float* y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] *= y[i];
+}
+
+void add(float* x, const float* y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] += y[i];
+}
+
+void scale(float* x, float s, int64_t n) {
+    for (int64_t i = 0; i < n; i++) x[i] *= s;
+}
+
+void softmax(float* x, int64_t n) {
+    if (use_avx2()) return avx2_ops::softmax(x, n);
+    ref::softmax(x, n);
+}
+
+void softcap(float* x, float cap, int64_t n) {
+    const float inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; i++) x[i] = cap * tanhf(x[i] * inv);
+}
+
+}  // namespace bee

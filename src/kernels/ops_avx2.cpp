@@ -1,0 +1,93 @@
+// kernels/ops_avx2: AVX2+FMA versions of rms_norm, silu, gelu_tanh, softmax and a vector exp.
+#include <cmath>
+
+#include "kernels/kernels_impl.h"
+#include "kernels/simd_avx2.h"
+
+namespace bee::avx2_ops {
+
+namespace {
+
+// Applies f to every group of 8 (the tail through a masked load/store, so every element takes the
+// same instruction sequence whatever n is).
+template <typename F>
+inline void map8(float* x, int64_t n, F f) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, f(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        const __m256i m = tail_mask(n - i);
+        _mm256_maskstore_ps(x + i, m, f(_mm256_maskload_ps(x + i, m)));
+    }
+}
+
+}  // namespace
+
+void exp_inplace(float* x, int64_t n) {
+    map8(x, n, [](__m256 v) { return exp8(v); });
+}
+
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();  // squares summed in double
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        const __m256 sq = _mm256_mul_ps(v, v);
+        acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(sq)));
+        acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(sq, 1)));
+    }
+    double buf[4];
+    _mm256_storeu_pd(buf, _mm256_add_pd(acc0, acc1));
+    double sum = (buf[0] + buf[1]) + (buf[2] + buf[3]);
+    for (; i < n; i++) sum += (double)(x[i] * x[i]);
+    const float mean = (float)(sum / (double)n);
+    const float s = 1.0f / sqrtf(mean + eps);
+    const __m256 vs = _mm256_set1_ps(s);
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), vs);
+        if (w) v = _mm256_mul_ps(v, _mm256_loadu_ps(w + i));
+        _mm256_storeu_ps(y + i, v);
+    }
+    for (; i < n; i++) y[i] = w ? (x[i] * s) * w[i] : x[i] * s;
+}
+
+void silu(float* x, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    map8(x, n, [one](__m256 v) {
+        return _mm256_div_ps(v, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+    });
+}
+
+// 0.5·x·(1 + tanh(u)) == x / (1 + exp(-2u)), u = sqrt(2/π)·x·(1 + 0.044715·x²): no cancellation near 0.
+void gelu_tanh(float* x, int64_t n) {
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 c = _mm256_set1_ps(-2.0f * 0.79788456080286535587989211986876f);
+    const __m256 a = _mm256_set1_ps(0.044715f);
+    map8(x, n, [=](__m256 v) {
+        const __m256 inner = _mm256_fmadd_ps(_mm256_mul_ps(a, v), v, one);  // 1 + 0.044715·x²
+        const __m256 m2u = _mm256_mul_ps(_mm256_mul_ps(c, v), inner);        // -2u
+        return _mm256_div_ps(v, _mm256_add_ps(one, exp8(m2u)));
+    });
+}
+
+void softmax(float* x, int64_t n) {
+    if (n <= 0) return;
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(x + i));
+    float m = hmax(mx);
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    const __m256 vm = _mm256_set1_ps(m);
+    map8(x, n, [vm](__m256 v) { return exp8(_mm256_sub_ps(v, vm)); });
+    __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();  // sum in double
+    for (i = 0; i < n; i += 8) {
+        const __m256 v = i + 8 <= n ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, tail_mask(n - i));
+        acc0 = _mm256_add_pd(acc0, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+        acc1 = _mm256_add_pd(acc1, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    }
+    double buf[4];
+    _mm256_storeu_pd(buf, _mm256_add_pd(acc0, acc1));
+    const __m256 inv = _mm256_set1_ps((float)(1.0 / ((buf[0] + buf[1]) + (buf[2] + buf[3]))));
+    map8(x, n, [inv](__m256 v) { return _mm256_mul_ps(v, inv); });
+}
+
+}  // namespace bee::avx2_ops

@@ -1,0 +1,34 @@
+// tests/unit/kernels/kernels_test_util: shared helpers of the kernels tests: seeded random data, ISA loops.
+#pragma once
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "base/cpu.h"
+
+namespace bee::test {
+
+// n uniform floats in [lo, hi) from a fixed seed.
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = dist(rng);
+    return v;
+}
+
+// Every ISA this machine runs, scalar first.
+inline std::vector<Isa> all_isas() {
+    std::vector<Isa> v;
+    for (int i = 0; i <= (int)cpu_isa_max(); i++) v.push_back((Isa)i);
+    return v;
+}
+
+// Sets the ISA for a scope and restores the previous one.
+struct IsaScope {
+    Isa saved;
+    explicit IsaScope(Isa isa) : saved(cpu_isa()) { cpu_set_isa(isa); }
+    ~IsaScope() { cpu_set_isa(saved); }
+};
+
+}  // namespace bee::test
