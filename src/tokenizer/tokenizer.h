@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace bee {
@@ -22,11 +23,18 @@ public:
     virtual ~Tokenizer() = default;
 
     // add_special: add BOS/EOS as the vocab's add_bos/add_eos flags say.
-    // parse_special: text of control/user-defined tokens (e.g. "<|im_start|>") becomes those tokens.
+    // parse_special: text of control tokens (e.g. "<|im_start|>") becomes those tokens. User-defined
+    // tokens are matched in the text either way (llama.cpp and Hugging Face do the same).
     virtual std::vector<int32_t> encode(const std::string& text, bool add_special, bool parse_special) const = 0;
     // Bytes of one token (byte tokens become their byte, SPM "▁" becomes a space, BPE bytes unmapped).
     // Control tokens give their text only if `special` is true, else "".
+    // Throws Error for an id outside [0, n_vocab).
     virtual std::string token_to_piece(int32_t id, bool special) const = 0;
+    // Concatenated pieces, as llama_detokenize without its clean-up pass: if the vocab adds a space
+    // prefix (SPM, add_space_prefix), a leading space of ids[0]'s piece is dropped (only ids[0], so
+    // after a BOS the space stays, as in llama.cpp); for lossless vocabularies
+    // decode(encode(s, false, false)) == s. Streaming output should use StreamDecoder, which never
+    // drops anything.
     std::string decode(const std::vector<int32_t>& ids, bool special = false) const;
 
     virtual int32_t n_vocab() const = 0;
@@ -35,9 +43,16 @@ public:
     virtual bool add_bos() const = 0;
     virtual bool add_eos() const = 0;
     virtual bool is_eog(int32_t id) const = 0;  // end of generation: eos, eot, eom, ...
+    // The file's type after llama.cpp's fix-ups (e.g. end-of-turn texts such as <|im_end|> are control).
     virtual TokenType token_type(int32_t id) const = 0;
     virtual const std::string& token_text(int32_t id) const = 0;  // raw vocab string
     virtual const char* model_name() const = 0;  // "llama" (SPM) or "gpt2" (BPE)
+
+    // Additions beyond the first API sketch (defaults keep test doubles simple).
+    virtual bool add_space_prefix() const { return false; }  // tokenizer.ggml.add_space_prefix (SPM)
+    // Id of the token whose vocab text is exactly `text` (e.g. "<|im_start|>"), -1 if none.
+    virtual int32_t find_token(std::string_view text) const { (void)text; return -1; }
+    virtual int32_t eot() const { return -1; }  // end-of-turn token (e.g. <|im_end|>), -1 if none
 };
 
 // Turns a stream of token ids into text without ever emitting part of a UTF-8 character.
