@@ -89,11 +89,15 @@ void KvCache::seq_keep(int seq) {
 
 void KvCache::seq_shift(int seq, int32_t p0, int32_t p1, int32_t delta) {
     if (delta == 0) return;
+    // Checked before anything moves, so a refused shift leaves the cache as it was.
+    for (int i = 0; i < p_.n_cells; i++) {
+        const KvCell& c = cells_[i];
+        if (c.has_seq(seq) && in_range(c.pos, p0, p1) && c.seq_mask != (1ull << seq))
+            fail("KV cache: cannot shift positions of sequence %d: cell %d is shared with other sequences", seq, i);
+    }
     for (int i = 0; i < p_.n_cells; i++) {
         KvCell& c = cells_[i];
         if (!c.has_seq(seq) || !in_range(c.pos, p0, p1)) continue;
-        if (c.seq_mask != (1ull << seq))
-            fail("KV cache: cannot shift positions of sequence %d: cell %d is shared with other sequences", seq, i);
         c.pos += delta;
         shift_[i] += delta;
         has_shift_ = true;
