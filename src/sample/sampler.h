@@ -12,7 +12,7 @@ struct SamplingParams {
     float temp = 0.8f;            // <= 0: greedy (argmax, ties to the lowest id)
     int32_t top_k = 40;           // <= 0: off
     float top_p = 0.95f;          // >= 1: off
-    float min_p = 0.05f;          // <= 0: off
+    float min_p = 0.05f;          // <= 0: off; >= 1: only the tokens tied at the max
     float repeat_penalty = 1.0f;  // 1: off
     int32_t repeat_last_n = 64;   // window for all penalties; 0: off, -1: whole history
     float presence_penalty = 0.0f;
@@ -27,29 +27,60 @@ struct TokenProb {
 
 class Sampler {
 public:
+    // Throws Error if n_vocab <= 0.
     Sampler(const SamplingParams& params, int32_t n_vocab);
 
     // Picks the next token from raw logits (n_vocab floats). Does not record it: call accept().
+    // Same as apply(logits) followed by draw(candidates()).
     int32_t sample(const float* logits);
     // Records a token in the penalty window (prompt tokens too, as llama.cpp does).
     void accept(int32_t token);
+    // Clears the penalty window and the candidates and re-seeds the generator with seed().
     void reset();
 
-    // Probabilities after the whole chain for the last sample() call (for logprobs and spec/).
+    // Runs the whole chain on raw logits without drawing; the result is candidates().
+    void apply(const float* logits);
+    // Draws one id from a normalized distribution with this sampler's generator.
+    int32_t draw(const std::vector<TokenProb>& dist);
+    // A uniform double in [0, 1) from this sampler's generator (53 bits; the same on every platform).
+    double uniform();
+
+    // Probabilities after the whole chain for the last sample()/apply() call (for logprobs and spec/).
+    // Greedy: one entry {argmax, 1}. Sorted by descending p (ties: lower id) when top-k or top-p ran,
+    // else in id order (see candidates_sorted()). Tokens filtered out are absent (p = 0).
     const std::vector<TokenProb>& candidates() const { return cur_; }
+    bool candidates_sorted() const { return sorted_; }
+    // p of `id` in candidates(), 0 if filtered out (linear scan).
+    float prob_of(int32_t id) const;
+
     const SamplingParams& params() const { return params_; }
     uint64_t seed() const { return seed_; }
+    int32_t n_vocab() const { return n_vocab_; }
 
 private:
+    struct Cand {
+        int32_t id;
+        float logit;
+    };
+    int32_t load(const float* logits);
+    bool apply_penalties();
+    void keep_only(int32_t id);
+    void select_top(size_t k);
+    void cut_top_p_min_p(float max_l, bool top_k_ran);
+    bool cut_top_p(float max_l, double total);
+
     SamplingParams params_;
     int32_t n_vocab_;
     uint64_t seed_;
     std::mt19937 rng_;
-    std::deque<int32_t> history_;
+    std::deque<int32_t> history_;  // last repeat_last_n accepted tokens, oldest first
+    std::vector<float> buf_;       // (n_vocab) sanitized, penalized logits of the current call
+    std::vector<Cand> work_;       // surviving candidates, best first when sorted_
     std::vector<TokenProb> cur_;
+    bool sorted_ = false;
 };
 
-// Index of the largest value, lowest index on ties.
+// Index of the largest value, lowest index on ties; NaN never wins; -1 if n <= 0.
 int32_t argmax(const float* x, int32_t n);
 
 }  // namespace bee
