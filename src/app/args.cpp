@@ -24,6 +24,13 @@ static std::vector<std::string> split_names(const char* names) {
     return out;
 }
 
+// "-ctk,--cache-type-k" -> "-ctk/--cache-type-k": errors name every spelling the user may have typed.
+static std::string display_name(const char* names) {
+    std::string s;
+    for (const std::string& n : split_names(names)) s += (s.empty() ? "" : "/") + n;
+    return s;
+}
+
 void ArgParser::flag(const char* names, bool* out, const char* help) {
     opts_.push_back({split_names(names), false, "", help, [out](const std::string&) { *out = true; }});
 }
@@ -38,7 +45,7 @@ void ArgParser::custom(const char* names, const char* meta, const char* help,
 }
 
 void ArgParser::i32(const char* names, int32_t* out, const char* help, int64_t lo, int64_t hi) {
-    std::string flag = split_names(names).back();
+    const std::string flag = display_name(names);
     custom(names, "N", help, [=](const std::string& v) {
         char* end = nullptr;
         errno = 0;
@@ -51,7 +58,7 @@ void ArgParser::i32(const char* names, int32_t* out, const char* help, int64_t l
 }
 
 void ArgParser::u64(const char* names, uint64_t* out, const char* help) {
-    std::string flag = split_names(names).back();
+    const std::string flag = display_name(names);
     custom(names, "N", help, [=](const std::string& v) {
         char* end = nullptr;
         errno = 0;
@@ -62,7 +69,7 @@ void ArgParser::u64(const char* names, uint64_t* out, const char* help) {
 }
 
 void ArgParser::f32(const char* names, float* out, const char* help, float lo, float hi) {
-    std::string flag = split_names(names).back();
+    const std::string flag = display_name(names);
     custom(names, "X", help, [=](const std::string& v) {
         char* end = nullptr;
         errno = 0;
@@ -135,9 +142,9 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
     p.i32("-ub,--ubatch-size", &o.n_ubatch, "physical batch size (rows per forward pass) [512]", 1, 1 << 20);
     p.i32("-t,--threads", &o.n_threads, "threads (0: all cores) [0]", 0, 4096);
     p.custom("-ctk,--cache-type-k", "TYPE", "KV cache type for K: f32, f16 [f16]",
-             [&o](const std::string& v) { o.type_k = parse_kv_type(v, "--cache-type-k"); });
+             [&o](const std::string& v) { o.type_k = parse_kv_type(v, "-ctk/--cache-type-k"); });
     p.custom("-ctv,--cache-type-v", "TYPE", "KV cache type for V: f32, f16 [f16]",
-             [&o](const std::string& v) { o.type_v = parse_kv_type(v, "--cache-type-v"); });
+             [&o](const std::string& v) { o.type_v = parse_kv_type(v, "-ctv/--cache-type-v"); });
 }
 
 void add_sampling_options(ArgParser& p, SamplingParams& s) {
