@@ -13,6 +13,9 @@ static void gemma3_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
     load_common_hparams(f, hp);
     const std::string& a = hp.arch;
     hp.embd_scale = std::sqrt((float)hp.n_embd);
+    // Gemma 3 27B (62 layers) scales queries by 1/sqrt(n_embd / n_head) (query_pre_attn_scalar);
+    // the other sizes by 1/sqrt(head_dim), the default.
+    if (hp.n_layer == 62) hp.attn_scale = 1.0f / std::sqrt((float)hp.n_embd / hp.n_head);
     hp.final_softcap = arch_float(f, a, "final_logit_softcapping", 0.0f);
     hp.attn_softcap = arch_float(f, a, "attn_logit_softcapping", 0.0f);
     const float base_swa = arch_float(f, a, "rope.freq_base_swa", 10000.0f);
