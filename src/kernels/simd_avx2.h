@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/x86/avx2_util.h"
+
 namespace bee::avx2_ops {
 
 // exp(x) for 8 floats: n = round(x·log2 e), r = x - n·ln2 (two-part ln2), exp(r) by its degree-7 Taylor
@@ -39,12 +41,8 @@ inline __m256i tail_mask(int64_t rem) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)rem), idx);
 }
 
-inline float hsum(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+// Sum of the 8 lanes in a fixed order (one implementation for every kernel file).
+inline float hsum(__m256 v) { return avx2::hsum_f32x8(v); }
 
 inline float hmax(__m256 v) {
     __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/cpu.h"
+#include "../common/isa.h"
 
 namespace bee::test {
 
@@ -16,19 +17,5 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -1.0
     for (float& x : v) x = dist(rng);
     return v;
 }
-
-// Every ISA this machine runs, scalar first.
-inline std::vector<Isa> all_isas() {
-    std::vector<Isa> v;
-    for (int i = 0; i <= (int)cpu_isa_max(); i++) v.push_back((Isa)i);
-    return v;
-}
-
-// Sets the ISA for a scope and restores the previous one.
-struct IsaScope {
-    Isa saved;
-    explicit IsaScope(Isa isa) : saved(cpu_isa()) { cpu_set_isa(isa); }
-    ~IsaScope() { cpu_set_isa(saved); }
-};
 
 }  // namespace bee::test

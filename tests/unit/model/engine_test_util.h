@@ -10,6 +10,7 @@
 
 #include "base/cpu.h"
 #include "model/engine.h"
+#include "../common/isa.h"
 
 namespace bee::test {
 
@@ -69,19 +70,5 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
     for (size_t i = 0; i < a.size(); i++) m = std::max(m, (double)std::fabs(a[i] - b[i]));
     return m;
 }
-
-// Every ISA this machine runs, scalar first.
-inline std::vector<Isa> all_isas() {
-    std::vector<Isa> v;
-    for (int i = 0; i <= (int)cpu_isa_max(); i++) v.push_back((Isa)i);
-    return v;
-}
-
-// Sets the ISA for a scope and restores the previous one.
-struct IsaScope {
-    Isa saved;
-    explicit IsaScope(Isa isa) : saved(cpu_isa()) { cpu_set_isa(isa); }
-    ~IsaScope() { cpu_set_isa(saved); }
-};
 
 }  // namespace bee::test
