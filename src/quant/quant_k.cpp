@@ -38,20 +38,23 @@ void dequantize_row_q3_K(const void* src, float* dst, int64_t n) {
     }
 }
 
+// Q4_K and Q5_K share the 8 sub-blocks of 32 with a 6-bit scale and min each: y = d*sc*q - dmin*m.
+static void dequantize_scale_min_block(float d, float dmin, const uint8_t* scales, const uint8_t* q, float* dst) {
+    for (int s = 0; s < QK_K / 32; ++s) {
+        uint8_t sc, m;
+        k_scale_min(s, scales, &sc, &m);
+        const float dl = d * (float)sc;
+        const float ml = dmin * (float)m;
+        for (int l = 0; l < 32; ++l) dst[32 * s + l] = dl * (float)q[32 * s + l] - ml;
+    }
+}
+
 void dequantize_row_q4_K(const void* src, float* dst, int64_t n) {
     const BlockQ4_K* x = (const BlockQ4_K*)src;
     uint8_t q[QK_K];
     for (int64_t b = 0; b < n / QK_K; ++b, dst += QK_K) {
-        const float d = fp16_to_fp32(x[b].d);
-        const float dmin = fp16_to_fp32(x[b].dmin);
         unpack_q4_K(x[b], q);
-        for (int s = 0; s < QK_K / 32; ++s) {
-            uint8_t sc, m;
-            k_scale_min(s, x[b].scales, &sc, &m);
-            const float dl = d * (float)sc;
-            const float ml = dmin * (float)m;
-            for (int l = 0; l < 32; ++l) dst[32 * s + l] = dl * (float)q[32 * s + l] - ml;
-        }
+        dequantize_scale_min_block(fp16_to_fp32(x[b].d), fp16_to_fp32(x[b].dmin), x[b].scales, q, dst);
     }
 }
 
@@ -59,16 +62,8 @@ void dequantize_row_q5_K(const void* src, float* dst, int64_t n) {
     const BlockQ5_K* x = (const BlockQ5_K*)src;
     uint8_t q[QK_K];
     for (int64_t b = 0; b < n / QK_K; ++b, dst += QK_K) {
-        const float d = fp16_to_fp32(x[b].d);
-        const float dmin = fp16_to_fp32(x[b].dmin);
         unpack_q5_K(x[b], q);
-        for (int s = 0; s < QK_K / 32; ++s) {
-            uint8_t sc, m;
-            k_scale_min(s, x[b].scales, &sc, &m);
-            const float dl = d * (float)sc;
-            const float ml = dmin * (float)m;
-            for (int l = 0; l < 32; ++l) dst[32 * s + l] = dl * (float)q[32 * s + l] - ml;
-        }
+        dequantize_scale_min_block(fp16_to_fp32(x[b].d), fp16_to_fp32(x[b].dmin), x[b].scales, q, dst);
     }
 }
 
