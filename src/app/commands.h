@@ -7,5 +7,6 @@ int cmd_run(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_gguf(int argc, char** argv);
 int cmd_quantize(int argc, char** argv);
+int cmd_bench(int argc, char** argv);
 
 }  // namespace bee

@@ -18,6 +18,7 @@ const Command kCommands[] = {
     {"tokenize", bee::cmd_tokenize, "print the token ids of a text as a JSON array"},
     {"gguf", bee::cmd_gguf, "inspect a GGUF file: bee gguf info FILE"},
     {"quantize", bee::cmd_quantize, "convert a GGUF model's weights: bee quantize IN OUT TYPE"},
+    {"bench", bee::cmd_bench, "measure pp/tg speed like llama-bench, or memory bandwidth (--bandwidth)"},
 };
 
 void usage(FILE* out) {
