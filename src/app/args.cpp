@@ -44,13 +44,19 @@ void ArgParser::custom(const char* names, const char* meta, const char* help,
     opts_.push_back({split_names(names), true, meta, help, std::move(fn)});
 }
 
+// Parses a whole-string integer or throws Error naming the flag.
+static long long parse_integer(const std::string& v, const std::string& flag) {
+    char* end = nullptr;
+    errno = 0;
+    long long x = strtoll(v.c_str(), &end, 10);
+    if (v.empty() || *end || errno) fail("invalid value '%s' for %s: expected an integer", v.c_str(), flag.c_str());
+    return x;
+}
+
 void ArgParser::i32(const char* names, int32_t* out, const char* help, int64_t lo, int64_t hi) {
     const std::string flag = display_name(names);
     custom(names, "N", help, [=](const std::string& v) {
-        char* end = nullptr;
-        errno = 0;
-        long long x = strtoll(v.c_str(), &end, 10);
-        if (v.empty() || *end || errno) fail("invalid value '%s' for %s: expected an integer", v.c_str(), flag.c_str());
+        long long x = parse_integer(v, flag);
         if (x < lo || x > hi)
             fail("invalid value %lld for %s: must be in [%lld, %lld]", x, flag.c_str(), (long long)lo, (long long)hi);
         *out = (int32_t)x;
@@ -60,10 +66,7 @@ void ArgParser::i32(const char* names, int32_t* out, const char* help, int64_t l
 void ArgParser::u64(const char* names, uint64_t* out, const char* help) {
     const std::string flag = display_name(names);
     custom(names, "N", help, [=](const std::string& v) {
-        char* end = nullptr;
-        errno = 0;
-        long long x = strtoll(v.c_str(), &end, 10);
-        if (v.empty() || *end || errno) fail("invalid value '%s' for %s: expected an integer", v.c_str(), flag.c_str());
+        long long x = parse_integer(v, flag);
         *out = x < 0 ? 0xFFFFFFFFull : (uint64_t)x;  // -1: random, as llama.cpp
     });
 }

@@ -2,9 +2,9 @@
 """make_quant_fixtures: independent reference data for src/quant, computed with gguf-py (pip `gguf`).
 
 Writes tests/data/quant/:
-  deq_<type>.bin   random raw blocks (fp16 scale fields set to finite values) and the floats
+  deq_<type>.bqf   random raw blocks (fp16 scale fields set to finite values) and the floats
                    gguf.quants.dequantize computes for them; our dequantize_row must match bit for bit.
-  quant_<type>.bin float rows and the bytes gguf.quants.quantize writes for them (only for the types
+  quant_<type>.bqf float rows and the bytes gguf.quants.quantize writes for them (only for the types
                    gguf-py can quantize); our reference quantize_row must match byte for byte.
 
 File layout (little endian): 24-byte header = magic b"BQFX", u32 version (1), u32 kind (0 = dequant,
@@ -76,7 +76,7 @@ def make_dequant(rng, qtype):
             raw[:, off:off + 2] = random_scales(rng, n_blocks).view(np.uint8).reshape(n_blocks, 2)
     floats = quants.dequantize(raw, qtype).astype(np.float32).reshape(-1)
     assert floats.size == n_blocks * block_size and np.all(np.isfinite(floats))
-    return write_fixture(f"deq_{qtype.name.lower()}.bin", 0, qtype, n_blocks, raw, floats)
+    return write_fixture(f"deq_{qtype.name.lower()}.bqf", 0, qtype, n_blocks, raw, floats)
 
 
 def quant_input(rng, qtype, n_blocks):
@@ -104,7 +104,7 @@ def make_quant(rng, qtype):
     x = quant_input(rng, qtype, n_blocks)
     with np.errstate(over="ignore"):  # F16 inputs beyond 65504 overflow to inf on purpose
         raw = quants.quantize(x.reshape(1, -1), qtype).view(np.uint8).reshape(-1)
-    return write_fixture(f"quant_{qtype.name.lower()}.bin", 1, qtype, n_blocks, x, raw)
+    return write_fixture(f"quant_{qtype.name.lower()}.bqf", 1, qtype, n_blocks, x, raw)
 
 
 def main():

@@ -196,6 +196,22 @@ def sha256(path):
     return h.hexdigest()
 
 
+def dump_compact(data):
+    """JSON with one line per top-level key, and one line per element of top-level lists (a few hundred
+    lines per file instead of thousands; still diffable per case)."""
+    lines = []
+    items = list(data.items())
+    for k, (key, value) in enumerate(items):
+        sep = "," if k + 1 < len(items) else ""
+        if isinstance(value, list):
+            inner = [json.dumps(v, ensure_ascii=False) for v in value]
+            body = ",\n  ".join(inner)
+            lines.append(f" {json.dumps(key)}: [\n  {body}\n ]{sep}")
+        else:
+            lines.append(f" {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}{sep}")
+    return "{\n" + "\n".join(lines) + "\n}\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--models", default=os.path.join(HERE, "..", "..", "models"))
@@ -224,8 +240,7 @@ def main():
         stem = os.path.splitext(model["file"])[0]
         out = os.path.join(args.out, stem + ".json")
         with open(out, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=1)
-            f.write("\n")
+            f.write(dump_compact(data))
         print(f"{out}: {len(data['tokenize'])} tokenize cases, {len(data['generate'])} prompts, "
               f"{os.path.getsize(out)} bytes")
         del llm

@@ -57,7 +57,7 @@ Fixture load_fixture(const std::string& name) {
 class DequantFixture : public testing::TestWithParam<const char*> {};
 
 TEST_P(DequantFixture, MatchesGgufPyBitExact) {
-    const Fixture fx = load_fixture(std::string("deq_") + GetParam() + ".bin");
+    const Fixture fx = load_fixture(std::string("deq_") + GetParam() + ".bqf");
     ASSERT_FALSE(fx.floats.empty());
     ASSERT_EQ(fx.kind, 0u);
     const QuantTraits* tr = quant_traits(fx.type);
@@ -99,7 +99,7 @@ void check_quantize_fixture(const std::string& file, const char* label) {
 class QuantizeFixture : public testing::TestWithParam<const char*> {};
 
 TEST_P(QuantizeFixture, MatchesGgufPyBytes) {
-    check_quantize_fixture(std::string("quant_") + GetParam() + ".bin", GetParam());
+    check_quantize_fixture(std::string("quant_") + GetParam() + ".bqf", GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, QuantizeFixture,
@@ -111,7 +111,7 @@ INSTANTIATE_TEST_SUITE_P(Types, QuantizeFixture,
 class GgmlGoldenFixture : public testing::TestWithParam<const char*> {};
 
 TEST_P(GgmlGoldenFixture, MatchesGgmlReferenceBytes) {
-    check_quantize_fixture(std::string("ggml_") + GetParam() + ".bin", GetParam());
+    check_quantize_fixture(std::string("ggml_") + GetParam() + ".bqf", GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GgmlGoldenFixture, testing::Values("q2_k", "q3_k", "q4_k", "q5_k", "q6_k", "q8_k"),
