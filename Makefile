@@ -33,12 +33,12 @@ asan:
 	cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan -j $(JOBS)
 
-# New inputs the fuzzer finds go to build-fuzz/corpus-gguf; tests/fuzz/corpus keeps only the checked-in seeds.
+# New inputs the fuzzer finds go to build-fuzz/corpus-gguf; tests/data/tiny_fuzz_corpus keeps only the checked-in seeds.
 fuzz:
 	CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DBEE_FUZZ=ON -DBEE_SANITIZE=ON
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
 	mkdir -p build-fuzz/corpus-gguf
-	./build-fuzz/tests/fuzz_gguf -max_total_time=60 build-fuzz/corpus-gguf tests/fuzz/corpus
+	./build-fuzz/tests/fuzz_gguf -max_total_time=60 build-fuzz/corpus-gguf tests/data/tiny_fuzz_corpus
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cpp' 'src/*.h' 'tests/*.cpp')

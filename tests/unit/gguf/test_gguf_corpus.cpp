@@ -1,4 +1,4 @@
-// tests/unit/gguf/test_gguf_corpus: generates the fuzz seeds (tests/fuzz/corpus); checks the stored copy matches.
+// tests/unit/gguf/test_gguf_corpus: generates the fuzz seeds (tests/data/tiny_fuzz_corpus); checks the stored copy matches.
 // Regenerate with: BEE_WRITE_FUZZ_CORPUS=1 ./test_gguf --gtest_filter='GgufFuzzCorpus.*'
 #include <gtest/gtest.h>
 
@@ -66,7 +66,7 @@ TEST(GgufFuzzCorpus, SeedsMatchGenerator) {
         std::vector<uint8_t> img = gen();
         EXPECT_LT(img.size(), 10000u) << name;
         ASSERT_NO_THROW(GgufFile::parse(img.data(), img.size(), name)) << name;
-        std::string path = std::string(BEE_SOURCE_DIR "/tests/fuzz/corpus/") + name;
+        std::string path = std::string(BEE_SOURCE_DIR "/tests/data/tiny_fuzz_corpus/") + name;
         if (write) {
             std::ofstream(path, std::ios::binary).write((const char*)img.data(), (std::streamsize)img.size());
             continue;
