@@ -1,14 +1,13 @@
 // app/cmd_run: `bee run` — load a model, prefill a prompt, generate with the sampler chain, print
 // text (or one JSON object with --json) and tokens/s.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
 #include "app/commands.h"
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "base/log.h"
 #include "base/timer.h"
 #include "model/engine.h"
@@ -32,14 +31,6 @@ struct RunResult {
     std::string text;
     double prompt_ms = 0, predicted_ms = 0;
 };
-
-std::string read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail("cannot read prompt file '%s'", path.c_str());
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 // Prefills the prompt in chunks of n_batch; returns the logits of its last token.
 std::vector<float> prefill(Engine& eng, const std::vector<int32_t>& toks, int n_batch) {

@@ -1,13 +1,12 @@
 // app/cmd_tokenize: `bee tokenize -m FILE -p TEXT`: prints the token ids as a JSON array (the format
 // of llama-tokenize --ids). Loads only the tokenizer metadata, never the weights.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "app/args.h"
 #include "app/commands.h"
 #include "base/error.h"
+#include "base/mapped_file.h"
 #include "gguf/gguf.h"
 #include "tokenizer/tokenizer.h"
 
@@ -24,14 +23,6 @@ struct TokenizeOptions {
     bool special = false;
     bool show_pieces = false;
 };
-
-std::string read_text_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail("cannot read %s", path.c_str());
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
 
 // "[1, 2, 3]"
 std::string ids_json(const std::vector<int32_t>& ids) {
@@ -83,7 +74,7 @@ int cmd_tokenize(int argc, char** argv) {
         return 2;
     }
     try {
-        const std::string text = o.prompt_file.empty() ? o.prompt : read_text_file(o.prompt_file);
+        const std::string text = o.prompt_file.empty() ? o.prompt : read_file(o.prompt_file);
         const GgufFile f = GgufFile::open(o.model);
         const std::unique_ptr<Tokenizer> tok = Tokenizer::from_gguf(f);
         const std::vector<int32_t> ids = tok->encode(text, !o.no_bos, o.special);

@@ -59,4 +59,9 @@ MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
     return *this;
 }
 
+std::string read_file(const std::string& path) {
+    MappedFile m(path);
+    return std::string((const char*)m.data(), m.size());
+}
+
 }  // namespace bee

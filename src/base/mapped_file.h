@@ -1,4 +1,4 @@
-// base/mapped_file: a read-only memory map of a whole file (moves, unmaps on destruction).
+// base/mapped_file: a read-only memory map of a whole file (moves, unmaps on destruction), and read_file.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -26,5 +26,8 @@ private:
     const uint8_t* data_ = nullptr;
     size_t size_ = 0;
 };
+
+// The whole file as bytes; throws Error naming the path and the OS reason if it cannot be read.
+std::string read_file(const std::string& path);
 
 }  // namespace bee

@@ -44,11 +44,6 @@ inline __m256i tail_mask(int64_t rem) {
 // Sum of the 8 lanes in a fixed order (one implementation for every kernel file).
 inline float hsum(__m256 v) { return avx2::hsum_f32x8(v); }
 
-inline float hmax(__m256 v) {
-    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_max_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+inline float hmax(__m256 v) { return avx2::hmax_f32x8(v); }
 
 }  // namespace bee::avx2_ops

@@ -195,31 +195,33 @@ void quantize_row_q5_1(const float* src, void* dst, int64_t n) {
 
 // Q8_0 and Q8_1 are also the activation types: d = absmax / 127, q = roundf(x / d), which is what
 // ggml's reference (and so its generic vec_dot path) does.
+// One block of 32: d = absmax / 127, qs = roundf(x / d); returns d and, in *sum, the sum of qs.
+static float quantize_block_q8(const float* src, int8_t* qs, int* sum) {
+    float amax = 0;
+    for (int j = 0; j < QK8_0; ++j) amax = fabsf(src[j]) > amax ? fabsf(src[j]) : amax;
+    const float d = amax / 127;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    *sum = 0;
+    for (int j = 0; j < QK8_0; ++j) {
+        qs[j] = round_q8(src[j] * id);
+        *sum += qs[j];
+    }
+    return d;
+}
+
 void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
     BlockQ8_0* y = (BlockQ8_0*)dst;
-    for (int64_t b = 0; b < n / QK8_0; ++b, src += QK8_0) {
-        float amax = 0;
-        for (int j = 0; j < QK8_0; ++j) amax = fabsf(src[j]) > amax ? fabsf(src[j]) : amax;
-        const float d = amax / 127;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[b].d = fp32_to_fp16(d);
-        for (int j = 0; j < QK8_0; ++j) y[b].qs[j] = round_q8(src[j] * id);
-    }
+    int sum;
+    for (int64_t b = 0; b < n / QK8_0; ++b, src += QK8_0) y[b].d = fp32_to_fp16(quantize_block_q8(src, y[b].qs, &sum));
 }
 
 void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
+    static_assert(QK8_1 == QK8_0, "Q8_0 and Q8_1 share the block quantizer");
     BlockQ8_1* y = (BlockQ8_1*)dst;
     for (int64_t b = 0; b < n / QK8_1; ++b, src += QK8_1) {
-        float amax = 0;
-        for (int j = 0; j < QK8_1; ++j) amax = fabsf(src[j]) > amax ? fabsf(src[j]) : amax;
-        const float d = amax / 127;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int sum;
+        const float d = quantize_block_q8(src, y[b].qs, &sum);
         y[b].d = fp32_to_fp16(d);
-        int sum = 0;
-        for (int j = 0; j < QK8_1; ++j) {
-            y[b].qs[j] = round_q8(src[j] * id);
-            sum += y[b].qs[j];
-        }
         y[b].s = fp32_to_fp16((float)sum * d);
     }
 }

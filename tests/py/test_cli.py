@@ -93,3 +93,17 @@ def test_generation_stops_at_context(bee, smollm):
     assert r.returncode == 0, r.stderr
     j = json.loads(r.stdout)
     assert len(j["prompt_tokens"]) + len(j["tokens"]) <= 33
+
+
+def test_missing_prompt_file(bee, smollm, tmp_path):
+    assert_clean_error(bee("run", "-m", smollm, "-f", tmp_path / "prompt.txt", "-n", "1"), "prompt.txt")
+    assert_clean_error(bee("tokenize", "-m", smollm, "-f", tmp_path / "prompt.txt"), "prompt.txt")
+
+
+def test_prompt_file(bee, smollm, tmp_path):
+    f = tmp_path / "prompt.txt"
+    f.write_text("The capital of France is")
+    a = bee("run", "-m", smollm, "-f", f, "-n", "4", "--temp", "0", "--json")
+    b = bee("run", "-m", smollm, "-p", "The capital of France is", "-n", "4", "--temp", "0", "--json")
+    assert a.returncode == 0 and b.returncode == 0
+    assert json.loads(a.stdout)["tokens"] == json.loads(b.stdout)["tokens"]

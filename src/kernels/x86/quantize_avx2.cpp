@@ -16,14 +16,6 @@ inline __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(sign_bit(), v); }
 // max(|v|, acc) lane-wise, skipping NaN lanes of v (as the reference's `|x| > amax ? |x| : amax`).
 inline __m256 absmax_step(__m256 v, __m256 acc) { return _mm256_max_ps(abs_ps(v), acc); }
 
-// Largest lane of acc (no NaN in acc).
-inline float hmax_f32x8(__m256 acc) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    m = _mm_max_ss(m, _mm_movehdup_ps(m));
-    return _mm_cvtss_f32(m);
-}
-
 // roundf (half away from zero) of finite v, exactly: floor(|v|), +1 when the fraction is >= 0.5.
 inline __m256 round_half_away(__m256 v) {
     const __m256 a = abs_ps(v);

@@ -101,92 +101,69 @@ static inline __m256 fma_block(__m256 acc, fp16_t dw, fp16_t da, __m256i isum) {
     return _mm256_fmadd_ps(_mm256_set1_ps(h2f(dw) * h2f(da)), _mm256_cvtepi32_ps(isum), acc);
 }
 
-void vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a, float* out) {
-    const BlockQ4_0* x = (const BlockQ4_0*)w;
+static inline __m256i q8_0_bytes(const BlockQ8_0& b) { return load_q8(b.qs); }
+static inline __m256i q4_1_bytes(const BlockQ4_1& b) { return unpack_nibbles_32(b.qs); }
+
+// Weight types with a symmetric block (d, 32 signed values) against Q8_0: dot = dw*da*sum(q*qa).
+// Two accumulators over even / odd blocks, blocks in order; Bytes unpacks a block to 32 int8.
+template <class Block, __m256i (*Bytes)(const Block&)>
+static void vec_dot_sym_q8_0(int64_t n, const void* w, const void* a, float* out) {
+    const Block* x = (const Block*)w;
     const BlockQ8_0* y = (const BlockQ8_0*)a;
     const int64_t nb = n / QK8_0;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_i8_i8(q4_0_bytes(x[b]), load_q8(y[b].qs)));
-        acc1 = fma_block(acc1, x[b + 1].d, y[b + 1].d, dot_i8_i8(q4_0_bytes(x[b + 1]), load_q8(y[b + 1].qs)));
+        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_i8_i8(Bytes(x[b]), load_q8(y[b].qs)));
+        acc1 = fma_block(acc1, x[b + 1].d, y[b + 1].d, dot_i8_i8(Bytes(x[b + 1]), load_q8(y[b + 1].qs)));
     }
-    if (b < nb) acc0 = fma_block(acc0, x[b].d, y[b].d, dot_i8_i8(q4_0_bytes(x[b]), load_q8(y[b].qs)));
+    if (b < nb) acc0 = fma_block(acc0, x[b].d, y[b].d, dot_i8_i8(Bytes(x[b]), load_q8(y[b].qs)));
     *out = hsum_f32x8(_mm256_add_ps(acc0, acc1));
 }
 
+void vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a, float* out) {
+    vec_dot_sym_q8_0<BlockQ4_0, q4_0_bytes>(n, w, a, out);
+}
+
 void vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a, float* out) {
-    const BlockQ5_0* x = (const BlockQ5_0*)w;
-    const BlockQ8_0* y = (const BlockQ8_0*)a;
-    const int64_t nb = n / QK8_0;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_i8_i8(q5_0_bytes(x[b]), load_q8(y[b].qs)));
-        acc1 = fma_block(acc1, x[b + 1].d, y[b + 1].d, dot_i8_i8(q5_0_bytes(x[b + 1]), load_q8(y[b + 1].qs)));
-    }
-    if (b < nb) acc0 = fma_block(acc0, x[b].d, y[b].d, dot_i8_i8(q5_0_bytes(x[b]), load_q8(y[b].qs)));
-    *out = hsum_f32x8(_mm256_add_ps(acc0, acc1));
+    vec_dot_sym_q8_0<BlockQ5_0, q5_0_bytes>(n, w, a, out);
 }
 
 // note: the sign trick in dot_i8_i8 needs no -128 in either operand; the Q8_0 quantizer never writes
 // one (|q| <= 127), so Q8_0 weights from any ggml-compatible writer are safe.
 void vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a, float* out) {
-    const BlockQ8_0* x = (const BlockQ8_0*)w;
-    const BlockQ8_0* y = (const BlockQ8_0*)a;
-    const int64_t nb = n / QK8_0;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_i8_i8(load_q8(x[b].qs), load_q8(y[b].qs)));
-        acc1 = fma_block(acc1, x[b + 1].d, y[b + 1].d, dot_i8_i8(load_q8(x[b + 1].qs), load_q8(y[b + 1].qs)));
-    }
-    if (b < nb) acc0 = fma_block(acc0, x[b].d, y[b].d, dot_i8_i8(load_q8(x[b].qs), load_q8(y[b].qs)));
-    *out = hsum_f32x8(_mm256_add_ps(acc0, acc1));
+    vec_dot_sym_q8_0<BlockQ8_0, q8_0_bytes>(n, w, a, out);
 }
 
 // The _1 types: w = d*q + m, so dot = dw*da*sum(q*qa) + m * (da*sum(qa)) where da*sum(qa) is Q8_1's s.
-// The min terms are summed in two scalar floats (even / odd blocks).
-
-void vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a, float* out) {
-    const BlockQ4_1* x = (const BlockQ4_1*)w;
+// The min terms are summed in two scalar floats (even / odd blocks). Bytes unpacks to 32 uint8.
+template <class Block, __m256i (*Bytes)(const Block&)>
+static void vec_dot_min_q8_1(int64_t n, const void* w, const void* a, float* out) {
+    const Block* x = (const Block*)w;
     const BlockQ8_1* y = (const BlockQ8_1*)a;
     const int64_t nb = n / QK8_1;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     float summ0 = 0, summ1 = 0;
     int64_t b = 0;
     for (; b + 2 <= nb; b += 2) {
-        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_u8_i8(unpack_nibbles_32(x[b].qs), load_q8(y[b].qs)));
-        acc1 = fma_block(acc1, x[b + 1].d, y[b + 1].d,
-                         dot_u8_i8(unpack_nibbles_32(x[b + 1].qs), load_q8(y[b + 1].qs)));
+        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_u8_i8(Bytes(x[b]), load_q8(y[b].qs)));
+        acc1 = fma_block(acc1, x[b + 1].d, y[b + 1].d, dot_u8_i8(Bytes(x[b + 1]), load_q8(y[b + 1].qs)));
         summ0 += h2f(x[b].m) * h2f(y[b].s);
         summ1 += h2f(x[b + 1].m) * h2f(y[b + 1].s);
     }
     if (b < nb) {
-        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_u8_i8(unpack_nibbles_32(x[b].qs), load_q8(y[b].qs)));
+        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_u8_i8(Bytes(x[b]), load_q8(y[b].qs)));
         summ0 += h2f(x[b].m) * h2f(y[b].s);
     }
     *out = hsum_f32x8(_mm256_add_ps(acc0, acc1)) + (summ0 + summ1);
 }
 
+void vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a, float* out) {
+    vec_dot_min_q8_1<BlockQ4_1, q4_1_bytes>(n, w, a, out);
+}
+
 void vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a, float* out) {
-    const BlockQ5_1* x = (const BlockQ5_1*)w;
-    const BlockQ8_1* y = (const BlockQ8_1*)a;
-    const int64_t nb = n / QK8_1;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    float summ0 = 0, summ1 = 0;
-    int64_t b = 0;
-    for (; b + 2 <= nb; b += 2) {
-        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_u8_i8(q5_1_bytes(x[b]), load_q8(y[b].qs)));
-        acc1 = fma_block(acc1, x[b + 1].d, y[b + 1].d, dot_u8_i8(q5_1_bytes(x[b + 1]), load_q8(y[b + 1].qs)));
-        summ0 += h2f(x[b].m) * h2f(y[b].s);
-        summ1 += h2f(x[b + 1].m) * h2f(y[b + 1].s);
-    }
-    if (b < nb) {
-        acc0 = fma_block(acc0, x[b].d, y[b].d, dot_u8_i8(q5_1_bytes(x[b]), load_q8(y[b].qs)));
-        summ0 += h2f(x[b].m) * h2f(y[b].s);
-    }
-    *out = hsum_f32x8(_mm256_add_ps(acc0, acc1)) + (summ0 + summ1);
+    vec_dot_min_q8_1<BlockQ5_1, q5_1_bytes>(n, w, a, out);
 }
 
 }  // namespace bee::avx2
