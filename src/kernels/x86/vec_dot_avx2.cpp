@@ -10,23 +10,9 @@ namespace bee::avx2 {
 // ---- float weights · float activations --------------------------------------------------------------
 // note: four independent accumulators hide the FMA latency; the tail (n % 8) is added in index order.
 
-void vec_dot_f32_f32(int64_t n, const void* w, const void* a, float* out) {
-    const float* x = (const float*)w;
-    const float* y = (const float*)a;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
-        acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 16), _mm256_loadu_ps(y + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 24), _mm256_loadu_ps(y + i + 24), acc3);
-    }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc0);
-    float sum = hsum_f32x8(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; ++i) sum += x[i] * y[i];
-    *out = sum;
-}
+// 8 weights -> 8 floats, and one weight -> float for the tail (both exact).
+static inline __m256 load_f32x8(const float* p) { return _mm256_loadu_ps(p); }
+static inline float f32_to_f32(float x) { return x; }
 
 // 8 halves -> 8 floats (exact).
 static inline __m256 load_f16x8(const fp16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)p)); }
@@ -37,40 +23,35 @@ static inline __m256 load_bf16x8(const bf16_t* p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
 }
 
-void vec_dot_f16_f32(int64_t n, const void* w, const void* a, float* out) {
-    const fp16_t* x = (const fp16_t*)w;
+template <class T, __m256 (*Load8)(const T*), float (*ToF32)(T)>
+static void vec_dot_float(int64_t n, const void* w, const void* a, float* out) {
+    const T* x = (const T*)w;
     const float* y = (const float*)a;
     __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
     __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {
-        acc0 = _mm256_fmadd_ps(load_f16x8(x + i), _mm256_loadu_ps(y + i), acc0);
-        acc1 = _mm256_fmadd_ps(load_f16x8(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(load_f16x8(x + i + 16), _mm256_loadu_ps(y + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(load_f16x8(x + i + 24), _mm256_loadu_ps(y + i + 24), acc3);
+        acc0 = _mm256_fmadd_ps(Load8(x + i), _mm256_loadu_ps(y + i), acc0);
+        acc1 = _mm256_fmadd_ps(Load8(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
+        acc2 = _mm256_fmadd_ps(Load8(x + i + 16), _mm256_loadu_ps(y + i + 16), acc2);
+        acc3 = _mm256_fmadd_ps(Load8(x + i + 24), _mm256_loadu_ps(y + i + 24), acc3);
     }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_f16x8(x + i), _mm256_loadu_ps(y + i), acc0);
+    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(Load8(x + i), _mm256_loadu_ps(y + i), acc0);
     float sum = hsum_f32x8(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; ++i) sum += fp16_to_fp32(x[i]) * y[i];
+    for (; i < n; ++i) sum += ToF32(x[i]) * y[i];
     *out = sum;
 }
 
+void vec_dot_f32_f32(int64_t n, const void* w, const void* a, float* out) {
+    vec_dot_float<float, load_f32x8, f32_to_f32>(n, w, a, out);
+}
+
+void vec_dot_f16_f32(int64_t n, const void* w, const void* a, float* out) {
+    vec_dot_float<fp16_t, load_f16x8, fp16_to_fp32>(n, w, a, out);
+}
+
 void vec_dot_bf16_f32(int64_t n, const void* w, const void* a, float* out) {
-    const bf16_t* x = (const bf16_t*)w;
-    const float* y = (const float*)a;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= n; i += 32) {
-        acc0 = _mm256_fmadd_ps(load_bf16x8(x + i), _mm256_loadu_ps(y + i), acc0);
-        acc1 = _mm256_fmadd_ps(load_bf16x8(x + i + 8), _mm256_loadu_ps(y + i + 8), acc1);
-        acc2 = _mm256_fmadd_ps(load_bf16x8(x + i + 16), _mm256_loadu_ps(y + i + 16), acc2);
-        acc3 = _mm256_fmadd_ps(load_bf16x8(x + i + 24), _mm256_loadu_ps(y + i + 24), acc3);
-    }
-    for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(load_bf16x8(x + i), _mm256_loadu_ps(y + i), acc0);
-    float sum = hsum_f32x8(_mm256_add_ps(_mm256_add_ps(acc0, acc1), _mm256_add_ps(acc2, acc3)));
-    for (; i < n; ++i) sum += bf16_to_fp32(x[i]) * y[i];
-    *out = sum;
+    vec_dot_float<bf16_t, load_bf16x8, bf16_to_fp32>(n, w, a, out);
 }
 
 // ---- legacy quants · Q8_0 / Q8_1 ----------------------------------------------------------------------
