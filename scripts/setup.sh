@@ -6,8 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(build-essential cmake pkg-config nlohmann-json3-dev libcpp-httplib-dev libgtest-dev libgmock-dev
-              libbenchmark-dev libpcre2-dev libxxhash-dev python3 python3-pip unzip)
-PY_PACKAGES=(pytest numpy gguf)
+              libbenchmark-dev libpcre2-dev libxxhash-dev libssl-dev zlib1g-dev libbrotli-dev chromium
+              python3 python3-pip unzip)
+PY_PACKAGES=(pytest numpy gguf jinja2 openai)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

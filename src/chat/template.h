@@ -1,0 +1,46 @@
+// chat/template: a Jinja2-subset interpreter for the chat templates embedded in GGUF files
+// (tokenizer.chat_template), and the helper that renders an OpenAI message list with one.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace bee::chat {
+
+using Json = nlohmann::ordered_json;
+
+class Template {
+public:
+    // Parses a template; throws bee::Error naming the line and column of a syntax error.
+    static Template parse(std::string_view source);
+
+    // Renders with `context` (a JSON object) as the global variables. Throws bee::Error on a render
+    // error (unknown filter, raise_exception(...) from the template, type errors), with the message.
+    std::string render(const Json& context) const;
+
+    Template(Template&&) noexcept;
+    Template& operator=(Template&&) noexcept;
+    ~Template();
+
+private:
+    struct Impl;
+    explicit Template(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// What a chat request gives the template (the names the templates in real GGUFs read).
+struct ChatInput {
+    Json messages = Json::array();  // OpenAI messages: role, content (string or parts), tool_calls, ...
+    Json tools;                     // null, or an array of OpenAI tool definitions
+    bool add_generation_prompt = true;
+    Json kwargs = Json::object();   // chat_template_kwargs, e.g. {"enable_thinking": false}
+    std::string bos_token, eos_token;
+};
+
+// Renders the prompt text for a chat request (the context also gets `date_string`,
+// `strftime_now`, and every kwargs entry as a top-level variable, as llama.cpp does).
+std::string apply(const Template& tmpl, const ChatInput& in);
+
+}  // namespace bee::chat
