@@ -1,6 +1,7 @@
 // chat/template: a Jinja2-subset interpreter for the chat templates embedded in GGUF files
 // (tokenizer.chat_template), and the helper that renders an OpenAI message list with one.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +20,8 @@ public:
     // Renders with `context` (a JSON object) as the global variables. Throws bee::Error on a render
     // error (unknown filter, raise_exception(...) from the template, type errors), with the message.
     std::string render(const Json& context) const;
+    // Same, with strftime_now() formatting `now_unix` (UTC) instead of the current time.
+    std::string render(const Json& context, int64_t now_unix) const;
 
     Template(Template&&) noexcept;
     Template& operator=(Template&&) noexcept;
@@ -37,6 +40,7 @@ struct ChatInput {
     bool add_generation_prompt = true;
     Json kwargs = Json::object();   // chat_template_kwargs, e.g. {"enable_thinking": false}
     std::string bos_token, eos_token;
+    int64_t now_unix = 0;           // time for strftime_now / date_string (UTC); 0 = now
 };
 
 // Renders the prompt text for a chat request (the context also gets `date_string`,
