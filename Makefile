@@ -4,8 +4,10 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= $(if $(CI),-DBEE_WERROR=ON,)
 MODEL ?= models/SmolLM2-135M-Instruct.Q4_1.gguf
 PROMPT ?= The capital of France is
+HOST ?= 127.0.0.1
+PORT ?= 8080
 
-.PHONY: all setup models build run test test-unit test-models asan fuzz clean format
+.PHONY: all setup models build run test test-unit test-models asan fuzz clean format synth-models
 
 all: build
 
@@ -15,23 +17,46 @@ setup:
 models:
 	@bash scripts/setup.sh models
 
+# The evaluation text of `bee perplexity` (also fetched by `make models`).
+.PHONY: perplexity-data
+perplexity-data:
+	@bash scripts/setup.sh perplexity-data
+
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
+# Ends with the OpenAI-compatible server on the default model; it prints the chat page URL (Ctrl-C stops it).
 run: setup build models
+	./$(BUILD)/bee serve -m $(MODEL) -c 8192 -np 4 --host $(HOST) --port $(PORT)
+
+# The old one-shot run: generate 64 tokens from PROMPT.
+.PHONY: generate
+generate: setup build models
 	./$(BUILD)/bee run -m $(MODEL) -p "$(PROMPT)" -n 64
 
 test: setup build models
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	python3 -m pytest -q tests/py
+	BEE_BIN=$(BUILD)/bee python3 -m pytest -q tests/server
 
 asan:
 	cmake --preset asan
 	cmake --build --preset asan -j $(JOBS)
 	ctest --preset asan -j $(JOBS)
+
+# 0.5B-class benchmark models (docs/PERFORMANCE.md): Qwen2.5-0.5B shape, seeded random weights, a padded
+# GPT-2 BPE tokenizer; written by `bee gguf synth`, then quantized. Made once, into the ignored models/.
+SYNTH := models/synth-qwen2.5-0.5b
+synth-models: $(SYNTH)-q4_0.gguf $(SYNTH)-q8_0.gguf
+
+$(SYNTH)-f16.gguf: | build
+	./$(BUILD)/bee gguf synth $@ --vocab ../shared/data/vocab/ggml-vocab-gpt-2.gguf
+
+$(SYNTH)-%.gguf: $(SYNTH)-f16.gguf
+	./$(BUILD)/bee quantize $< $@ $*
 
 # New inputs the fuzzer finds go to build-fuzz/corpus-gguf; tests/data/tiny_fuzz_corpus keeps only the checked-in seeds.
 fuzz:
@@ -39,6 +64,9 @@ fuzz:
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
 	mkdir -p build-fuzz/corpus-gguf
 	./build-fuzz/tests/fuzz_gguf -max_total_time=60 build-fuzz/corpus-gguf tests/data/tiny_fuzz_corpus
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_chat
+	mkdir -p build-fuzz/corpus-chat
+	./build-fuzz/tests/fuzz_chat -max_total_time=60 -timeout=30 build-fuzz/corpus-chat tests/data/tiny_fuzz_corpus/chat
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cpp' 'src/*.h' 'tests/*.cpp')

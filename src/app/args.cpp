@@ -1,11 +1,13 @@
 // app/args: parser and shared option groups.
 #include "app/args.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
 #include "base/error.h"
+#include "kv/kv_cache.h"
 
 namespace bee {
 
@@ -131,11 +133,12 @@ std::string ArgParser::usage() const {
     return s;
 }
 
-static GgmlType parse_kv_type(const std::string& v, const char* flag) {
-    GgmlType t;
-    if (!ggml_type_from_name(v.c_str(), &t) || (t != GgmlType::F32 && t != GgmlType::F16))
-        fail("invalid value '%s' for %s: supported KV cache types are f32, f16", v.c_str(), flag);
-    return t;
+
+// "on" / "off" for --kv-auto-asymmetric.
+static bool parse_on_off(const std::string& v, const char* flag) {
+    if (v == "on") return true;
+    if (v == "off") return false;
+    fail("invalid value '%s' for %s: expected on or off", v.c_str(), flag);
 }
 
 void add_model_options(ArgParser& p, ModelOptions& o) {
@@ -144,10 +147,12 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
     p.i32("-b,--batch-size", &o.n_batch, "logical batch size for prompt processing [2048]", 1, 1 << 20);
     p.i32("-ub,--ubatch-size", &o.n_ubatch, "physical batch size (rows per forward pass) [512]", 1, 1 << 20);
     p.i32("-t,--threads", &o.n_threads, "threads (0: all cores) [0]", 0, 4096);
-    p.custom("-ctk,--cache-type-k", "TYPE", "KV cache type for K: f32, f16 [f16]",
-             [&o](const std::string& v) { o.type_k = parse_kv_type(v, "-ctk/--cache-type-k"); });
-    p.custom("-ctv,--cache-type-v", "TYPE", "KV cache type for V: f32, f16 [f16]",
-             [&o](const std::string& v) { o.type_v = parse_kv_type(v, "-ctv/--cache-type-v"); });
+    p.custom("-ctk,--cache-type-k", "TYPE", (std::string("KV cache type for K: ") + kv_type_names() + " [f16]").c_str(),
+             [&o](const std::string& v) { o.type_k = kv_type_from_name(v, "-ctk/--cache-type-k"); });
+    p.custom("-ctv,--cache-type-v", "TYPE", (std::string("KV cache type for V: ") + kv_type_names() + " [f16]").c_str(),
+             [&o](const std::string& v) { o.type_v = kv_type_from_name(v, "-ctv/--cache-type-v"); });
+    p.custom("--kv-auto-asymmetric", "on|off", "keep turbo K at q8_0 on fragile models (GQA >= 6, small) [on]",
+             [&o](const std::string& v) { o.kv_auto_asymmetric = parse_on_off(v, "--kv-auto-asymmetric"); });
 }
 
 void add_sampling_options(ArgParser& p, SamplingParams& s) {
@@ -160,6 +165,17 @@ void add_sampling_options(ArgParser& p, SamplingParams& s) {
     p.i32("--repeat-last-n", &s.repeat_last_n, "penalty window (0: off, -1: context) [64]", -1, INT32_MAX);
     p.f32("--presence-penalty", &s.presence_penalty, "presence penalty (0: off) [0]", -100.0f, 100.0f);
     p.f32("--frequency-penalty", &s.frequency_penalty, "frequency penalty (0: off) [0]", -100.0f, 100.0f);
+}
+
+EngineParams engine_params(const ModelOptions& o) {
+    EngineParams ep;
+    ep.n_ctx = o.n_ctx;
+    ep.n_ubatch = std::min(o.n_ubatch, o.n_batch);
+    ep.n_threads = o.n_threads;
+    ep.type_k = o.type_k;
+    ep.type_v = o.type_v;
+    ep.kv_auto_asymmetric = o.kv_auto_asymmetric;
+    return ep;
 }
 
 }  // namespace bee

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "gguf/ggml_type.h"
+#include "model/engine.h"
 #include "sample/sampler.h"
 
 namespace bee {
@@ -43,7 +44,7 @@ private:
     std::string pos_meta_;
 };
 
-// -m -c -b -ub -t -ctk -ctv
+// -m -c -b -ub -t -ctk -ctv --kv-auto-asymmetric
 struct ModelOptions {
     std::string model;
     int32_t n_ctx = 4096;
@@ -52,8 +53,11 @@ struct ModelOptions {
     int32_t n_threads = 0;  // 0: all cores
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
+    bool kv_auto_asymmetric = true;
 };
 void add_model_options(ArgParser& p, ModelOptions& o);
+// The Engine settings the model options ask for (n_ubatch is capped by n_batch).
+EngineParams engine_params(const ModelOptions& o);
 void add_sampling_options(ArgParser& p, SamplingParams& s);
 
 }  // namespace bee

@@ -8,6 +8,7 @@
 
 #include "app/args.h"
 #include "app/bench.h"
+#include "app/bench_spec.h"
 #include "app/commands.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -26,6 +27,7 @@ struct BenchOptions {
     int32_t reps = 5;
     int32_t n_batch = 2048, n_ubatch = 512;
     GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;
+    bool kv_auto_asymmetric = true;
     std::string output = "md";
     bool bandwidth = false;
     int32_t bandwidth_mb = 1024;
@@ -47,11 +49,6 @@ std::vector<int> parse_int_list(const std::string& v, const char* flag, int lo, 
     return out;
 }
 
-GgmlType parse_kv_type(const std::string& v, const char* flag) {
-    if (v == "f16") return GgmlType::F16;
-    if (v == "f32") return GgmlType::F32;
-    fail("invalid value '%s' for %s: expected f32 or f16", v.c_str(), flag);
-}
 
 void add_bench_options(ArgParser& p, BenchOptions& o) {
     p.custom("-m,--model", "FILE", "model GGUF file (repeat for several)",
@@ -67,10 +64,15 @@ void add_bench_options(ArgParser& p, BenchOptions& o) {
     p.i32("-r,--repetitions", &o.reps, "timed repetitions per test [5]", 1, 1000);
     p.i32("-b,--batch-size", &o.n_batch, "logical batch size for prompt processing [2048]", 1, 1 << 20);
     p.i32("-ub,--ubatch-size", &o.n_ubatch, "physical batch size (rows per forward pass) [512]", 1, 1 << 20);
-    p.custom("-ctk,--cache-type-k", "TYPE", "KV cache type for K: f32, f16 [f16]",
-             [&o](const std::string& v) { o.type_k = parse_kv_type(v, "-ctk/--cache-type-k"); });
-    p.custom("-ctv,--cache-type-v", "TYPE", "KV cache type for V: f32, f16 [f16]",
-             [&o](const std::string& v) { o.type_v = parse_kv_type(v, "-ctv/--cache-type-v"); });
+    p.custom("-ctk,--cache-type-k", "TYPE", (std::string("KV cache type for K: ") + kv_type_names() + " [f16]").c_str(),
+             [&o](const std::string& v) { o.type_k = kv_type_from_name(v, "-ctk/--cache-type-k"); });
+    p.custom("-ctv,--cache-type-v", "TYPE", (std::string("KV cache type for V: ") + kv_type_names() + " [f16]").c_str(),
+             [&o](const std::string& v) { o.type_v = kv_type_from_name(v, "-ctv/--cache-type-v"); });
+    p.custom("--kv-auto-asymmetric", "on|off", "keep turbo K at q8_0 on fragile models (GQA >= 6, small) [on]",
+             [&o](const std::string& v) {
+                 if (v != "on" && v != "off") fail("invalid value '%s' for --kv-auto-asymmetric: expected on or off", v.c_str());
+                 o.kv_auto_asymmetric = v == "on";
+             });
     p.custom("-o,--output", "FMT", "output format: md, csv, json [md]", [&o](const std::string& v) {
         if (v != "md" && v != "csv" && v != "json") fail("invalid value '%s' for -o/--output: expected md, csv or json", v.c_str());
         o.output = v;
@@ -199,9 +201,11 @@ void bench_model(const BenchOptions& o, const std::string& path, std::vector<Ben
         ep.n_threads = nt;
         ep.type_k = o.type_k;
         ep.type_v = o.type_v;
+        ep.kv_auto_asymmetric = o.kv_auto_asymmetric;
         Engine eng(*model, ep);
         for (BenchResult t : tests) {
             t.n_threads = eng.params().n_threads;
+            t.type_k = eng.params().type_k;  // K protection may have kept K at q8_0
             BEE_LOG_INFO("bench: %s, %d threads, %s", t.model.type.c_str(), t.n_threads, t.test_name().c_str());
             run_once(eng, t);  // warm-up
             for (int r = 0; r < o.reps; r++) t.samples_ns.push_back(run_once(eng, t));
@@ -214,6 +218,7 @@ void bench_model(const BenchOptions& o, const std::string& path, std::vector<Ben
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
+    if (argc > 0 && std::string(argv[0]) == "spec") return cmd_bench_spec(argc - 1, argv + 1);  // bee bench spec
     BenchOptions o;
     ArgParser p("bee bench", "Measure prompt-processing and generation speed (llama-bench style), or read bandwidth.");
     add_bench_options(p, o);

@@ -1,4 +1,5 @@
-// app/cmd_gguf: `bee gguf info FILE`, a readable dump of a GGUF file's header, metadata and tensor table.
+// app/cmd_gguf: `bee gguf info FILE`, a readable dump of a GGUF file's header, metadata and tensor table;
+// `bee gguf synth ...` (app/cmd_synth.cpp) writes a synthetic model.
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
@@ -22,6 +23,7 @@ constexpr size_t kMaxNameShown = 120;    // key and tensor name bytes printed
 void print_usage(FILE* out) {
     fprintf(out,
             "usage: bee gguf info FILE\n"
+            "       bee gguf synth OUT.gguf --vocab FILE [--shape qwen2.5-0.5b] [--type f16] [--seed N]\n"
             "  Prints the GGUF version, alignment, every metadata key with its type and value (long\n"
             "  arrays and strings abbreviated), the tensor table and totals by type.\n");
 }
@@ -150,6 +152,7 @@ int cmd_gguf(int argc, char** argv) {
         print_usage(stdout);
         return 0;
     }
+    if (argc >= 1 && !strcmp(argv[0], "synth")) return cmd_gguf_synth(argc - 1, argv + 1);
     if (argc < 1 || strcmp(argv[0], "info") != 0) {
         if (argc >= 1) fprintf(stderr, "error: unknown gguf action '%s'\n", argv[0]);
         print_usage(stderr);

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
+#include "app/args_spec.h"
 #include "app/commands.h"
 #include "base/error.h"
 #include "base/mapped_file.h"
@@ -12,6 +13,9 @@
 #include "base/timer.h"
 #include "model/engine.h"
 #include "sample/sampler.h"
+#include "spec/generate.h"
+#include "spec/registry.h"
+#include "spec/speculator.h"
 
 namespace bee {
 
@@ -24,6 +28,7 @@ struct RunOptions {
     int32_t n_predict = -1;
     bool json = false;
     bool no_display_prompt = false;
+    SpecOptions spec;
 };
 
 struct RunResult {
@@ -32,69 +37,62 @@ struct RunResult {
     double prompt_ms = 0, predicted_ms = 0;
 };
 
-// Prefills the prompt in chunks of n_batch; returns the logits of its last token.
-std::vector<float> prefill(Engine& eng, const std::vector<int32_t>& toks, int n_batch) {
-    Batch b;
-    DecodeOutput out;
-    for (size_t i = 0; i < toks.size(); i += n_batch) {
-        b.clear();
-        const size_t end = std::min(toks.size(), i + (size_t)n_batch);
-        for (size_t j = i; j < end; j++) b.add(toks[j], (int32_t)j, 0, j + 1 == toks.size());
-        eng.decode(b, out);
-    }
-    return std::vector<float>(out.logits_at(0), out.logits_at(0) + out.n_vocab);
-}
-
-RunResult generate(Engine& eng, const RunOptions& o, bool stream) {
+RunResult generate(Engine& eng, const RunOptions& o, Speculator* spec, bool stream) {
     const Tokenizer& tok = eng.model().tokenizer();
     RunResult r;
     r.prompt_tokens = tok.encode(o.prompt, true, true);
-    const int n_ctx = eng.params().n_ctx;
-    if (r.prompt_tokens.empty()) fail("the prompt is empty (give -p TEXT or -f FILE)");
-    if ((int)r.prompt_tokens.size() >= n_ctx)
-        fail("the prompt has %zu tokens but the context holds %d (raise -c)", r.prompt_tokens.size(), n_ctx);
     Sampler sampler(o.sampling, eng.model().hparams().n_vocab);
-    for (int32_t t : r.prompt_tokens) sampler.accept(t);
     if (stream && !o.no_display_prompt) {
         fputs(o.prompt.c_str(), stdout);
         fflush(stdout);
     }
-    double t0 = time_ms();
-    std::vector<float> logits = prefill(eng, r.prompt_tokens, o.model.n_batch);
-    r.prompt_ms = time_ms() - t0;
-
     StreamDecoder dec(tok);
-    t0 = time_ms();
-    Batch b;
-    DecodeOutput out;
-    int32_t pos = (int32_t)r.prompt_tokens.size();
-    const float* cur = logits.data();
-    while (o.n_predict < 0 || (int)r.tokens.size() < o.n_predict) {
-        const int32_t id = sampler.sample(cur);
-        sampler.accept(id);
-        if (tok.is_eog(id)) break;
-        r.tokens.push_back(id);
+    GenerateOptions go;
+    go.n_predict = o.n_predict;
+    go.n_batch = o.model.n_batch;
+    GenerateResult g = generate_tokens(eng, sampler, spec, r.prompt_tokens, go, [&](int32_t id) {
         std::string piece = dec.push(id);
         r.text += piece;
         if (stream) {
             fputs(piece.c_str(), stdout);
             fflush(stdout);
         }
-        if (pos >= n_ctx) break;  // context full
-        if (o.n_predict >= 0 && (int)r.tokens.size() >= o.n_predict) break;
-        b.clear();
-        b.add(id, pos++, 0, true);
-        eng.decode(b, out);
-        cur = out.logits_at(0);
-    }
+    });
     std::string rest = dec.flush();
     r.text += rest;
     if (stream) {
         fputs(rest.c_str(), stdout);
         fputs("\n", stdout);
     }
-    r.predicted_ms = time_ms() - t0;
+    r.tokens = std::move(g.tokens);
+    r.prompt_ms = g.prompt_ms;
+    r.predicted_ms = g.predicted_ms;
     return r;
+}
+
+// llama-server's timings.draft_n / draft_n_accepted, plus each drafter's counters.
+void add_spec_json(nlohmann::json& j, const Speculator& spec) {
+    const SpecStats& st = spec.stats();
+    j["timings"]["draft_n"] = st.draft_n();
+    j["timings"]["draft_n_accepted"] = st.draft_n_accepted();
+    nlohmann::json drafters = nlohmann::json::array();
+    for (const DrafterStats& d : st.drafters) {
+        nlohmann::json pos = nlohmann::json::array();
+        for (int64_t a : d.acc_at_pos) pos.push_back(d.n_accept ? (double)a / (double)d.n_accept : 0.0);
+        drafters.push_back({{"name", d.name},
+                            {"n_draft_calls", d.n_draft},
+                            {"gen_drafts", d.gen_drafts},
+                            {"acc_drafts", d.acc_drafts},
+                            {"gen_tokens", d.gen_tokens},
+                            {"acc_tokens", d.acc_tokens},
+                            {"mean_acc_len", d.mean_acc_len()},
+                            {"acc_rate_per_pos", pos},
+                            {"draft_ms", d.ms_draft}});
+    }
+    j["speculative"] = {{"policy", spec.policy_name()},
+                        {"cycles", st.n_cycles},
+                        {"tokens_per_cycle", st.n_cycles ? (double)st.n_tokens / (double)st.n_cycles : 0.0},
+                        {"drafters", drafters}};
 }
 
 nlohmann::json timings_json(const RunResult& r) {
@@ -119,6 +117,7 @@ int cmd_run(int argc, char** argv) {
     p.str("-f,--file", &o.prompt_file, "FILE", "read the prompt from a file");
     p.i32("-n,--n-predict", &o.n_predict, "tokens to generate (-1: until end of generation) [-1]", -1, INT32_MAX);
     add_sampling_options(p, o.sampling);
+    add_spec_options(p, o.spec);
     p.flag("--json", &o.json, "print one JSON object {prompt_tokens, tokens, text, timings}");
     p.flag("--no-display-prompt", &o.no_display_prompt, "do not echo the prompt");
     try {
@@ -128,21 +127,25 @@ int cmd_run(int argc, char** argv) {
         if (o.json) log_set_level(LogLevel::warn);
         std::unique_ptr<Model> model = Model::load(o.model.model);
         BEE_LOG_INFO("model: %s", model->describe().c_str());
-        EngineParams ep;
-        ep.n_ctx = o.model.n_ctx;
-        ep.n_ubatch = std::min(o.model.n_ubatch, o.model.n_batch);
-        ep.n_threads = o.model.n_threads;
-        ep.type_k = o.model.type_k;
-        ep.type_v = o.model.type_v;
+        EngineParams ep = engine_params(o.model);
         Engine eng(*model, ep);
-        BEE_LOG_INFO("context %d, %d threads, KV %s/%s, %.1f MiB", eng.params().n_ctx, eng.params().n_threads,
-                     ggml_type_name(ep.type_k), ggml_type_name(ep.type_v), eng.kv().total_bytes() / 1048576.0);
-        RunResult r = generate(eng, o, !o.json);
+        BEE_LOG_INFO("context %d, %d threads, KV %s/%s, %zu bytes per token, %.1f MiB", eng.params().n_ctx,
+                     eng.params().n_threads, ggml_type_name(eng.params().type_k), ggml_type_name(eng.params().type_v),
+                     eng.kv().bytes_per_token(), eng.kv().total_bytes() / 1048576.0);
+        finish_spec_options(o.spec, eng.params().n_ctx, eng.params().n_threads);
+        std::unique_ptr<SpecShared> spec_shared;
+        std::unique_ptr<Speculator> spec;
+        if (o.spec.params.enabled()) {
+            spec_shared = std::make_unique<SpecShared>(o.spec.params, *model);
+            spec = std::make_unique<Speculator>(*spec_shared);
+        }
+        RunResult r = generate(eng, o, spec.get(), !o.json);
         if (o.json) {
             nlohmann::json j = {{"prompt_tokens", r.prompt_tokens},
                                 {"tokens", r.tokens},
                                 {"text", r.text},
                                 {"timings", timings_json(r)}};
+            if (spec) add_spec_json(j, *spec);
             printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         } else {
             nlohmann::json t = timings_json(r);
@@ -150,6 +153,14 @@ int cmd_run(int argc, char** argv) {
                     r.prompt_ms, t["prompt_per_second"].get<double>());
             fprintf(stderr, "generation: %d tokens, %.1f ms, %.2f tokens/s\n", (int)r.tokens.size(), r.predicted_ms,
                     t["predicted_per_second"].get<double>());
+            if (spec) {
+                const SpecStats& st = spec->stats();
+                for (const DrafterStats& d : st.drafters) fprintf(stderr, "%s\n", d.line().c_str());
+                fprintf(stderr, "draft acceptance rate = %.5f (%lld accepted / %lld generated), %.2f tokens per decode\n",
+                        st.draft_n() ? (double)st.draft_n_accepted() / (double)st.draft_n() : 0.0,
+                        (long long)st.draft_n_accepted(), (long long)st.draft_n(),
+                        st.n_cycles ? (double)st.n_tokens / (double)st.n_cycles : 0.0);
+            }
         }
         return 0;
     } catch (const Error& e) {

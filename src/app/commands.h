@@ -6,7 +6,11 @@ namespace bee {
 int cmd_run(int argc, char** argv);
 int cmd_tokenize(int argc, char** argv);
 int cmd_gguf(int argc, char** argv);
+int cmd_gguf_synth(int argc, char** argv);  // bee gguf synth (cmd_synth.cpp)
 int cmd_quantize(int argc, char** argv);
 int cmd_bench(int argc, char** argv);
+int cmd_serve(int argc, char** argv);
+int cmd_perplexity(int argc, char** argv);
+int cmd_chat(int argc, char** argv);
 
 }  // namespace bee

@@ -14,11 +14,14 @@ struct Command {
 };
 
 const Command kCommands[] = {
+    {"serve", bee::cmd_serve, "OpenAI-compatible HTTP server with a chat page (llama-server style flags)"},
     {"run", bee::cmd_run, "generate text from a prompt (llama-cli style flags)"},
+    {"chat", bee::cmd_chat, "interactive terminal chat with the model's chat template"},
     {"tokenize", bee::cmd_tokenize, "print the token ids of a text as a JSON array"},
     {"gguf", bee::cmd_gguf, "inspect a GGUF file: bee gguf info FILE"},
     {"quantize", bee::cmd_quantize, "convert a GGUF model's weights: bee quantize IN OUT TYPE"},
     {"bench", bee::cmd_bench, "measure pp/tg speed like llama-bench, or memory bandwidth (--bandwidth)"},
+    {"perplexity", bee::cmd_perplexity, "perplexity over a text file, KL divergence against a base run"},
 };
 
 void usage(FILE* out) {

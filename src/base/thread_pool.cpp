@@ -1,4 +1,5 @@
-// base/thread_pool: workers spin briefly on a generation counter, then sleep on a condition variable.
+// base/thread_pool: workers spin briefly on the region generation, then sleep on a condition variable;
+// tasks are claimed with a compare-and-swap on (generation, next task).
 #include "base/thread_pool.h"
 
 #include <immintrin.h>
@@ -8,8 +9,7 @@ namespace bee {
 namespace {
 
 // note: pause first, then yield. With more runnable threads than cores (a loaded machine, tests run in
-// parallel) a thread that only pauses holds the core the thread it waits for needs: a region then
-// costs a scheduler time slice (measured ~2 ms instead of ~10 us with 2 threads on 2 busy cores).
+// parallel) a thread that only pauses holds the core the thread it waits for needs.
 constexpr int kPauseSpins = 1000;
 constexpr int kSpinLimit = 5000;  // workers sleep on the condition variable after this many rounds
 
@@ -17,6 +17,11 @@ inline void spin_wait(int spins) {
     if (spins < kPauseSpins) _mm_pause();
     else std::this_thread::yield();
 }
+
+inline uint32_t generation_of(uint64_t w) { return (uint32_t)(w >> 32); }
+
+// Next-task value of a closed region: no task index reaches it.
+constexpr uint32_t kClosed = 0xFFFFFFFFu;
 
 }  // namespace
 
@@ -27,35 +32,40 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads
 ThreadPool::~ThreadPool() {
     {
         std::lock_guard<std::mutex> lk(mu_);
-        stop_ = true;
-        generation_.fetch_add(1);
+        stop_.store(true);
+        work_.fetch_add(uint64_t{1} << 32);  // wakes spinning workers too
     }
     cv_.notify_all();
     for (auto& t : threads_) t.join();
 }
 
-void ThreadPool::work(int thread) {
+// Claims and runs tasks of region `generation` until none is left (or the region is over).
+// note: a successful claim means the region is still open (its task is not done), so fn_ and the
+// caller's function are still alive.
+void ThreadPool::claim_and_run(uint32_t generation, int thread) {
+    uint64_t w = work_.load(std::memory_order_acquire);
     for (;;) {
-        int t = next_.fetch_add(1, std::memory_order_relaxed);
-        if (t >= n_tasks_) break;
-        (*fn_)(t, thread);
+        if (generation_of(w) != generation || (uint32_t)w >= (uint32_t)n_tasks_.load()) return;
+        if (!work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+        (*fn_.load(std::memory_order_relaxed))((int)(uint32_t)w, thread);
+        done_.fetch_add(1, std::memory_order_release);
+        w = work_.load(std::memory_order_acquire);
     }
 }
 
 void ThreadPool::worker(int id) {
-    uint64_t seen = 0;
+    uint32_t seen = 0;
     for (;;) {
         // spin a little: decode steps come back to back
-        for (int spins = 0; generation_.load(std::memory_order_acquire) == seen && spins < kSpinLimit; spins++)
+        for (int spins = 0; generation_of(work_.load(std::memory_order_acquire)) == seen && spins < kSpinLimit; spins++)
             spin_wait(spins);
-        if (generation_.load(std::memory_order_acquire) == seen) {
+        if (generation_of(work_.load(std::memory_order_acquire)) == seen) {
             std::unique_lock<std::mutex> lk(mu_);
-            cv_.wait(lk, [&] { return generation_.load() != seen; });
+            cv_.wait(lk, [&] { return generation_of(work_.load()) != seen; });
         }
-        seen = generation_.load(std::memory_order_acquire);
-        if (stop_) return;
-        work(id);
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
+        seen = generation_of(work_.load(std::memory_order_acquire));
+        if (stop_.load()) return;
+        claim_and_run(seen, id);
     }
 }
 
@@ -65,18 +75,22 @@ void ThreadPool::run(int n_tasks, const std::function<void(int, int)>& fn) {
         for (int t = 0; t < n_tasks; t++) fn(t, 0);
         return;
     }
+    // note: close the previous region first. A worker that read its (generation, next) just before it
+    // ended could otherwise see the new n_tasks_ and claim "task next" of the old region with the new fn.
+    // Once closed, such a claim fails (the word changed) and no index is below kClosed's.
+    const uint32_t previous = generation_of(work_.load());
+    work_.store(((uint64_t)previous << 32) | kClosed);
+    fn_.store(&fn);
+    n_tasks_.store(n_tasks);
+    done_.store(0);
+    const uint32_t generation = previous + 1;
     {
         std::lock_guard<std::mutex> lk(mu_);
-        fn_ = &fn;
-        n_tasks_ = n_tasks;
-        next_.store(0);
-        pending_.store(n_threads_ - 1);
-        generation_.fetch_add(1, std::memory_order_acq_rel);
+        work_.store((uint64_t)generation << 32);
     }
     cv_.notify_all();
-    work(0);
-    for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; spins++) spin_wait(spins);
-    fn_ = nullptr;
+    claim_and_run(generation, 0);
+    for (int spins = 0; done_.load(std::memory_order_acquire) != n_tasks; spins++) spin_wait(spins);
 }
 
 int default_thread_count() {

@@ -21,6 +21,10 @@ static const TypeRow kTypes[] = {
     {26, {"i32", 1, 4}},         {27, {"i64", 1, 8}},         {28, {"f64", 1, 8}},
     {29, {"iq1_m", 256, 56}},    {30, {"bf16", 1, 2}},        {34, {"tq1_0", 256, 54}},
     {35, {"tq2_0", 256, 66}},    {39, {"mxfp4", 32, 17}},
+    // TurboQuant KV types (BeeLlama layout) and Bee's 64-group variants; see quant/blocks.h.
+    {42, {"turbo3", 128, 50}},   {43, {"turbo4", 128, 66}},   {44, {"turbo2", 128, 34}},
+    {45, {"turbo3_tcq", 128, 52}}, {46, {"turbo2_tcq", 128, 36}},
+    {142, {"turbo3_64", 64, 26}}, {143, {"turbo4_64", 64, 34}}, {144, {"turbo2_64", 64, 18}},
 };
 
 GgmlTypeInfo ggml_type_info(uint32_t id) {

@@ -1,4 +1,6 @@
-// kernels/attention: one attention driver (fixed-tile online softmax) over any KV type's dot/axpy primitives.
+// kernels/attention: one attention driver (fixed-tile online softmax) for every KV type; the only thing
+// that varies per type is how one stored head is decoded to floats (KvOps::decode).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -6,9 +8,9 @@
 #include <vector>
 
 #include "base/cpu.h"
-#include "base/fp16.h"
 #include "kernels/kernels.h"
 #include "kernels/kernels_impl.h"
+#include "quant/turbo.h"
 
 namespace bee {
 
@@ -18,30 +20,6 @@ namespace {
 // result depends only on its list, never on the batch (DESIGN.md invariant 2).
 constexpr int kTile = 32;
 
-float kv_dot_f32(const float* q, const uint8_t* k_row, int n) {
-    const float* k = (const float*)k_row;
-    float s = 0;
-    for (int i = 0; i < n; i++) s += q[i] * k[i];
-    return s;
-}
-
-float kv_dot_f16(const float* q, const uint8_t* k_row, int n) {
-    const fp16_t* k = (const fp16_t*)k_row;
-    float s = 0;
-    for (int i = 0; i < n; i++) s += q[i] * fp16_to_fp32(k[i]);
-    return s;
-}
-
-void kv_axpy_f32(float* acc, float p, const uint8_t* v_row, int n) {
-    const float* v = (const float*)v_row;
-    for (int i = 0; i < n; i++) acc[i] += p * v[i];
-}
-
-void kv_axpy_f16(float* acc, float p, const uint8_t* v_row, int n) {
-    const fp16_t* v = (const fp16_t*)v_row;
-    for (int i = 0; i < n; i++) acc[i] += p * fp16_to_fp32(v[i]);
-}
-
 void exp_scalar(float* x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = expf(x[i]);
 }
@@ -49,69 +27,173 @@ void exp_scalar(float* x, int64_t n) {
 struct AttnJob {
     const AttentionArgs* a;
     KvOps kops, vops;
-    size_t k_head_bytes, v_head_bytes;  // bytes of one kv head's row in K / V
+    AttnMath math;
+    int dk, dv;                         // head width padded to K's / V's block size
+    size_t k_head_bytes, v_head_bytes;  // bytes of one kv head in K / V (kv_head_bytes)
+    int group;                          // query heads per kv head (GQA)
+    int heads_per_task;                 // query heads of one group handled by one task
     void (*exp_fn)(float*, int64_t);
+    // Several query rows: every visible cell's K / V heads decoded once up front (decode_cells), as
+    // (cell, kv head, dk / dv) floats; nullptr when the type is read in place or rows are single.
+    const float* k_dec = nullptr;
+    const float* v_dec = nullptr;
 };
 
-// out (head_dim) for query row r, head h. acc: (head_dim) scratch.
-void attend_one(const AttnJob& j, int r, int h, float* acc) {
+// Per-thread scratch: nh queries (dk each), nh accumulators (dv each), one decoded K and V head,
+// nh tiles of scores, per-head running max and sum.
+struct Scratch {
+    std::vector<float> q, acc, kbuf, vbuf, s, m, l;
+    void fit(const AttnJob& j) {
+        const size_t nh = (size_t)j.heads_per_task;
+        q.resize(nh * j.dk), acc.resize(nh * j.dv), kbuf.resize(j.dk), vbuf.resize(j.dv);
+        s.resize(nh * kTile), m.resize(nh), l.resize(nh);
+    }
+};
+
+// The query as K's decode gives it: zero-padded to dk and, for TurboQuant K, rotated group by group
+// (once per row and head, never per cell: spec §6 "rotate Q"), so scores are dot products with the
+// centroid values of the stored codes.
+void prepare_query(const AttnJob& j, const float* q, float* qp) {
+    const int d = j.a->head_dim;
+    memcpy(qp, q, (size_t)d * sizeof(float));
+    memset(qp + d, 0, (size_t)(j.dk - d) * sizeof(float));
+    if (j.kops.rot_group > 0)
+        for (int g = 0; g < j.dk; g += j.kops.rot_group) turbo_rotate(qp + g, j.kops.rot_group);
+}
+
+// Kv head kvh of cell c as floats: pre-decoded, read in place (F32), or decoded into buf.
+inline const float* head_floats(const KvOps& ops, const float* dec, const uint8_t* base, size_t cell_bytes,
+                                size_t head_bytes, int n_head_kv, int c, int kvh, float* buf, int n) {
+    if (dec) return dec + ((size_t)c * n_head_kv + kvh) * n;
+    const uint8_t* p = base + (size_t)c * cell_bytes + kvh * head_bytes;
+    if (!ops.decode) return (const float*)p;
+    ops.decode(p, buf, n);
+    return buf;
+}
+
+// Query heads h0..h0+nh-1 of row r, all reading kv head kvh. Each K and V head is decoded once per
+// cell and used by every query head of the task (GQA); each head's arithmetic is the same whatever
+// nh is, so the split of heads into tasks never changes a result.
+void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) {
     const AttentionArgs& a = *j.a;
-    const int d = a.head_dim;
-    const int kvh = h / (a.n_head / a.n_head_kv);
-    const float* q = a.q + ((size_t)r * a.n_head + h) * d;
-    float* out = a.out + ((size_t)r * a.n_head + h) * d;
+    const int d = a.head_dim, dk = j.dk, dv = j.dv;
+    for (int i = 0; i < nh; i++) {
+        prepare_query(j, a.q + ((size_t)r * a.n_head + h0 + i) * d, w.q.data() + (size_t)i * dk);
+        w.m[i] = -INFINITY;
+        w.l[i] = 0;
+    }
+    memset(w.acc.data(), 0, sizeof(float) * nh * dv);
     const int32_t* cells = a.visible[r]->data();
     const int n = (int)a.visible[r]->size();
-    memset(acc, 0, (size_t)d * sizeof(float));
-    const uint8_t* kb = a.k + kvh * j.k_head_bytes;
-    const uint8_t* vb = a.v + kvh * j.v_head_bytes;
     const float inv_cap = a.softcap > 0 ? 1.0f / a.softcap : 0.0f;
-    float m = -INFINITY, l = 0;
-    float s[kTile];  // (tile) scores, then probabilities relative to m
     for (int t0 = 0; t0 < n; t0 += kTile) {
         const int nt = n - t0 < kTile ? n - t0 : kTile;
-        float tmax = -INFINITY;
         for (int c = 0; c < nt; c++) {
-            float x = a.scale * j.kops.dot(q, kb + (size_t)cells[t0 + c] * a.k_cell_bytes, d);
-            if (a.softcap > 0) x = a.softcap * tanhf(x * inv_cap);
-            s[c] = x;
-            tmax = x > tmax ? x : tmax;
-        }
-        if (tmax > m) {
-            if (m != -INFINITY) {
-                const float corr = expf(m - tmax);
-                for (int i = 0; i < d; i++) acc[i] *= corr;
-                l *= corr;
+            const float* k = head_floats(j.kops, j.k_dec, a.k, a.k_cell_bytes, j.k_head_bytes, a.n_head_kv,
+                                         cells[t0 + c], kvh, w.kbuf.data(), dk);
+            for (int i = 0; i < nh; i++) {
+                float x = a.scale * j.math.dot(w.q.data() + (size_t)i * dk, k, dk);
+                if (a.softcap > 0) x = a.softcap * tanhf(x * inv_cap);
+                w.s[i * kTile + c] = x;
             }
-            m = tmax;
         }
-        for (int c = 0; c < nt; c++) s[c] -= m;
-        j.exp_fn(s, nt);
+        for (int i = 0; i < nh; i++) {
+            float* s = w.s.data() + i * kTile;
+            float tmax = -INFINITY;
+            for (int c = 0; c < nt; c++) tmax = s[c] > tmax ? s[c] : tmax;
+            if (tmax > w.m[i]) {
+                if (w.m[i] != -INFINITY) {
+                    const float corr = expf(w.m[i] - tmax);
+                    float* acc = w.acc.data() + (size_t)i * dv;
+                    for (int e = 0; e < dv; e++) acc[e] *= corr;
+                    w.l[i] *= corr;
+                }
+                w.m[i] = tmax;
+            }
+            for (int c = 0; c < nt; c++) s[c] -= w.m[i];
+            j.exp_fn(s, nt);
+        }
         for (int c = 0; c < nt; c++) {
-            l += s[c];
-            j.vops.axpy(acc, s[c], vb + (size_t)cells[t0 + c] * a.v_cell_bytes, d);
+            const float* v = head_floats(j.vops, j.v_dec, a.v, a.v_cell_bytes, j.v_head_bytes, a.n_head_kv,
+                                         cells[t0 + c], kvh, w.vbuf.data(), dv);
+            for (int i = 0; i < nh; i++) {
+                const float p = w.s[i * kTile + c];
+                w.l[i] += p;
+                j.math.axpy(w.acc.data() + (size_t)i * dv, p, v, dv);
+            }
         }
     }
-    const float inv = l > 0 ? 1.0f / l : 0.0f;  // empty list: zeros
-    for (int i = 0; i < d; i++) out[i] = acc[i] * inv;
+    for (int i = 0; i < nh; i++) {
+        float* acc = w.acc.data() + (size_t)i * dv;
+        // TurboQuant V was accumulated in the rotated domain: one inverse rotation per group.
+        if (j.vops.rot_group > 0)
+            for (int g = 0; g < dv; g += j.vops.rot_group) turbo_unrotate(acc + g, j.vops.rot_group);
+        const float inv = w.l[i] > 0 ? 1.0f / w.l[i] : 0.0f;  // empty list: zeros
+        float* out = a.out + ((size_t)r * a.n_head + h0 + i) * d;
+        for (int e = 0; e < d; e++) out[e] = acc[e] * inv;
+    }
+}
+
+// note: with several query rows (prefill, verify batches) every row would decode the cells it sees,
+// i.e. each cell once per row; instead each visible cell is decoded once per call into a float
+// scratch owned by the calling thread. The values are the same bits the per-row decode gives, so
+// results do not depend on which way they were read (invariant 2).
+struct DecodedCells {
+    std::vector<float> k, v;  // (max cell + 1, n_head_kv, dk / dv)
+    std::vector<uint8_t> seen;
+    std::vector<int32_t> cells;
+};
+
+void decode_cells(ThreadPool& pool, AttnJob& j, DecodedCells& d) {
+    const AttentionArgs& a = *j.a;
+    int32_t max_cell = -1;
+    for (int r = 0; r < a.n_rows; r++)
+        for (int32_t c : *a.visible[r]) max_cell = c > max_cell ? c : max_cell;
+    if (max_cell < 0) return;
+    d.seen.assign(max_cell + 1, 0);
+    d.cells.clear();
+    for (int r = 0; r < a.n_rows; r++)
+        for (int32_t c : *a.visible[r])
+            if (!d.seen[c]) d.seen[c] = 1, d.cells.push_back(c);
+    const size_t n_kv = a.n_head_kv;
+    if (j.kops.decode) d.k.resize((max_cell + 1) * n_kv * j.dk);
+    if (j.vops.decode) d.v.resize((max_cell + 1) * n_kv * j.dv);
+    constexpr int kChunk = 64;
+    const int n_chunks = ((int)d.cells.size() + kChunk - 1) / kChunk;
+    pool.run(n_chunks, [&](int chunk, int) {
+        const int end = std::min((int)d.cells.size(), (chunk + 1) * kChunk);
+        for (int i = chunk * kChunk; i < end; i++) {
+            const size_t c = d.cells[i];
+            for (size_t h = 0; h < n_kv; h++) {
+                if (j.kops.decode)
+                    j.kops.decode(a.k + c * a.k_cell_bytes + h * j.k_head_bytes, &d.k[(c * n_kv + h) * j.dk], j.dk);
+                if (j.vops.decode)
+                    j.vops.decode(a.v + c * a.v_cell_bytes + h * j.v_head_bytes, &d.v[(c * n_kv + h) * j.dv], j.dv);
+            }
+        }
+    });
+    if (j.kops.decode) j.k_dec = d.k.data();
+    if (j.vops.decode) j.v_dec = d.v.data();
 }
 
 }  // namespace
 
 KvOps kv_ops_for(GgmlType t) {
-    const bool avx2 = cpu_isa() >= Isa::avx2;
-    KvOps ops;
-    if (t == GgmlType::F32) {
-        ops.dot = avx2 ? avx2_ops::kv_dot_f32 : kv_dot_f32;
-        ops.axpy = avx2 ? avx2_ops::kv_axpy_f32 : kv_axpy_f32;
-    } else if (t == GgmlType::F16) {
-        ops.dot = avx2 ? avx2_ops::kv_dot_f16 : kv_dot_f16;
-        ops.axpy = avx2 ? avx2_ops::kv_axpy_f16 : kv_axpy_f16;
-    }
+    KvOps ops = kv_scalar::ops(t);
+    const Isa isa = cpu_isa();
+    if (isa >= Isa::avx2 && avx2_ops::kv_ops(t).decode) ops.decode = avx2_ops::kv_ops(t).decode;
+    if (isa >= Isa::avx512 && avx512_ops::kv_ops(t).decode) ops.decode = avx512_ops::kv_ops(t).decode;
     return ops;
 }
 
-bool attention_supports_kv_type(GgmlType t) { return kv_ops_for(t).dot != nullptr; }
+AttnMath attn_math_for() {
+    const Isa isa = cpu_isa();
+    if (isa >= Isa::avx512) return avx512_ops::attn_math();
+    if (isa >= Isa::avx2) return avx2_ops::attn_math();
+    return kv_scalar::attn_math();
+}
+
+bool attention_supports_kv_type(GgmlType t) { return kv_ops_for(t).supported; }
 
 void attention(ThreadPool& pool, const AttentionArgs& a) {
     if (a.n_rows <= 0 || a.n_head <= 0) return;
@@ -119,17 +201,34 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
     j.a = &a;
     j.kops = kv_ops_for(a.k_type);
     j.vops = kv_ops_for(a.v_type);
-    if (!j.kops.dot || !j.vops.axpy) {
+    if (!j.kops.supported || !j.vops.supported) {
         fprintf(stderr, "bee: attention: unsupported KV types %u/%u\n", (unsigned)a.k_type, (unsigned)a.v_type);
         abort();
     }
-    j.k_head_bytes = ggml_row_size(a.k_type, a.head_dim);
-    j.v_head_bytes = ggml_row_size(a.v_type, a.head_dim);
+    j.math = attn_math_for();
+    j.dk = kv_padded_dim(a.k_type, a.head_dim);
+    j.dv = kv_padded_dim(a.v_type, a.head_dim);
+    j.k_head_bytes = kv_head_bytes(a.k_type, a.head_dim);
+    j.v_head_bytes = kv_head_bytes(a.v_type, a.head_dim);
+    j.group = a.n_head / a.n_head_kv;
+    // note: a task takes every query head of a kv head (one decode per cell serves them all) unless
+    // that leaves threads idle (a single generated row): then groups are halved until there are
+    // enough tasks. Results do not depend on the split (see attend_heads).
+    j.heads_per_task = j.group;
+    while (j.heads_per_task > 1 && a.n_rows * a.n_head_kv * ((j.group + j.heads_per_task - 1) / j.heads_per_task) < 2 * pool.size())
+        j.heads_per_task = (j.heads_per_task + 1) / 2;
+    const int tasks_per_kvh = (j.group + j.heads_per_task - 1) / j.heads_per_task;
+    static thread_local DecodedCells decoded;
+    if (a.n_rows > 1 && (j.kops.decode || j.vops.decode)) decode_cells(pool, j, decoded);
     j.exp_fn = cpu_isa() >= Isa::avx2 ? avx2_ops::exp_inplace : exp_scalar;
-    pool.run(a.n_rows * a.n_head, [&j](int task, int) {
-        static thread_local std::vector<float> acc;  // (head_dim)
-        if ((int)acc.size() < j.a->head_dim) acc.resize(j.a->head_dim);
-        attend_one(j, task / j.a->n_head, task % j.a->n_head, acc.data());
+    pool.run(a.n_rows * a.n_head_kv * tasks_per_kvh, [&j, tasks_per_kvh](int task, int) {
+        static thread_local Scratch w;
+        w.fit(j);
+        const int r = task / (j.a->n_head_kv * tasks_per_kvh);
+        const int kvh = task / tasks_per_kvh % j.a->n_head_kv;
+        const int h0 = kvh * j.group + task % tasks_per_kvh * j.heads_per_task;
+        const int nh = std::min(j.heads_per_task, (kvh + 1) * j.group - h0);
+        attend_heads(j, r, kvh, h0, nh, w);
     });
 }
 

@@ -1,7 +1,10 @@
-// kernels/dispatch: picks the vec_dot and activation quantizer for a weight type on the active ISA.
+// kernels/dispatch: picks the vec_dot, the activation quantizer and the blocked matmul kernel for a weight
+// type on the active ISA.
 #include "base/cpu.h"
 #include "kernels/kernels.h"
+#include "kernels/gemm.h"
 #include "kernels/x86/avx2.h"
+#include "kernels/x86/avx512.h"
 
 // note: the AVX2 table is referenced strongly on purpose. A weak reference would link without
 // x86/avx2_table.cpp, but the linker never extracts an archive member to satisfy a weak symbol, so
@@ -25,6 +28,11 @@ QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type) {
         if (QuantizeRowFn f = avx2::quantize_activation(vec_dot_type)) return f;
     }
     return tr->quantize_row;
+}
+
+const GemmKernel* gemm_kernel_for(GgmlType t) {
+    if (cpu_isa() >= Isa::avx512) return avx512::gemm_kernel(t);
+    return nullptr;
 }
 
 }  // namespace bee

@@ -21,7 +21,8 @@ QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type);
 // y (n_tok, n_out) = x (n_tok, n_in) · Wᵀ where W (n_out, n_in) is row-major in type wtype.
 // n_in must be a multiple of the type's block size; wtype must have a vec_dot (model/ checks at load;
 // here it aborts). Each x row is converted once to the vec_dot_type in a scratch buffer owned by the
-// calling thread; threads split output rows in fixed chunks; y[t][o] is always one vec_dot call.
+// calling thread; threads split output rows in fixed chunks; y[t][o] is one vec_dot call, or one
+// element of a blocked tile (kernels/gemm.h) reduced exactly as when the tile holds only that element.
 void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in,
             const float* x, int64_t n_tok, float* y);
 

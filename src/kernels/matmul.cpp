@@ -1,8 +1,12 @@
 // kernels/matmul: y = x · Wᵀ for every weight type (activations quantized once per row), and get_rows.
+// Two drivers: the blocked one (kernels/gemm.h tiles) where the ISA has a tile kernel for the weight type,
+// else one vec_dot per output element.
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
+#include "kernels/gemm.h"
 #include "kernels/kernels.h"
 
 namespace bee {
@@ -21,12 +25,18 @@ constexpr int64_t kTokTile = 8;
     abort();
 }
 
-// Scratch for quantized activations of the calling thread; grows, never shrinks (no churn per call).
-uint8_t* activation_scratch(size_t bytes) {
+// 64-byte aligned scratch of the calling thread; grows, never shrinks (no churn per call). `Slot` picks
+// one of several independent buffers.
+template <int Slot>
+uint8_t* thread_scratch(size_t bytes) {
     static thread_local std::vector<uint8_t> buf;
-    if (buf.size() < bytes) buf.resize(bytes);
-    return buf.data();
+    if (buf.size() < bytes + 64) buf.resize(bytes + 64);
+    return (uint8_t*)(((uintptr_t)buf.data() + 63) & ~(uintptr_t)63);
 }
+// Quantized / prepared activations of a whole matmul (owned by the calling thread, read by all).
+uint8_t* activation_scratch(size_t bytes) { return thread_scratch<0>(bytes); }
+// One activation row in the kernel's act_type before it is prepared (per thread).
+uint8_t* row_scratch(size_t bytes) { return thread_scratch<1>(bytes); }
 
 struct MatmulJob {
     VecDotFn dot;
@@ -54,6 +64,36 @@ void matmul_rows(const MatmulJob& j, int64_t o0, int64_t o1) {
     }
 }
 
+// Blocked driver: activations quantized and prepared row by row, then per task (kRowsPerTask output
+// rows) tiles of up to max_cols tokens × max_rows weight rows. note: tokens outer, so the task's weight
+// rows stay in L1/L2 while the token tiles sweep over them.
+void matmul_blocked(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out,
+                    int64_t n_in, const float* x, int64_t n_tok, float* y) {
+    const QuantizeRowFn quantize = quantize_activation_for(gk.act_type);
+    if (!quantize) die("matmul: no activation quantizer", gk.act_type);
+    const size_t w_row = ggml_row_size(wtype, n_in), q_row = ggml_row_size(gk.act_type, n_in);
+    const size_t a_row = gk.prepared_row_bytes(n_in);
+    uint8_t* a = activation_scratch(a_row * (size_t)n_tok);  // (n_tok, a_row) prepared activations
+    pool.run((int)n_tok, [&](int t, int) {
+        uint8_t* q = row_scratch(q_row);
+        quantize(x + (size_t)t * n_in, q, n_in);
+        gk.prepare(q, a + (size_t)t * a_row, n_in);
+    });
+    const int n_tasks = (int)((n_out + kRowsPerTask - 1) / kRowsPerTask);
+    pool.run(n_tasks, [&](int task, int) {
+        const int64_t o0 = task * kRowsPerTask;
+        const int64_t o1 = o0 + kRowsPerTask < n_out ? o0 + kRowsPerTask : n_out;
+        for (int64_t t = 0; t < n_tok; t += gk.max_cols) {
+            const int nc = (int)(n_tok - t < gk.max_cols ? n_tok - t : gk.max_cols);
+            for (int64_t o = o0; o < o1; o += gk.max_rows) {
+                const int nr = (int)(o1 - o < gk.max_rows ? o1 - o : gk.max_rows);
+                gk.tile(n_in, w + (size_t)o * w_row, w_row, a + (size_t)t * a_row, a_row, nr, nc,
+                        y + (size_t)t * n_out + o, (size_t)n_out);
+            }
+        }
+    });
+}
+
 }  // namespace
 
 void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x,
@@ -61,6 +101,11 @@ void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int6
     if (n_out <= 0 || n_tok <= 0) return;
     const QuantTraits* tr = quant_traits(wtype);
     if (!tr || !tr->vec_dot) die("matmul: no vec_dot", wtype);
+    static_assert(kRowsPerTask % 4 == 0, "tasks hold whole tiles of up to 4 rows");
+    if (const GemmKernel* gk = gemm_kernel_for(wtype)) {
+        matmul_blocked(pool, *gk, wtype, (const uint8_t*)w, n_out, n_in, x, n_tok, y);
+        return;
+    }
     MatmulJob j{};
     j.dot = vec_dot_for(wtype);
     j.w = (const uint8_t*)w;

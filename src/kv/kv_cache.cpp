@@ -2,12 +2,58 @@
 #include "kv/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/error.h"
+#include "quant/quant.h"
+#include "quant/turbo.h"
 
 namespace bee {
 
-static bool kv_type_supported(GgmlType t) { return t == GgmlType::F32 || t == GgmlType::F16; }
+namespace {
+
+const GgmlType kKvTypes[] = {
+    GgmlType::F32,    GgmlType::F16,       GgmlType::BF16,       GgmlType::Q8_0,      GgmlType::Q4_0,
+    GgmlType::Q4_1,   GgmlType::Q5_0,      GgmlType::Q5_1,       GgmlType::TURBO2,    GgmlType::TURBO3,
+    GgmlType::TURBO4, GgmlType::TURBO2_64, GgmlType::TURBO3_64,  GgmlType::TURBO4_64, GgmlType::TURBO2_TCQ,
+    GgmlType::TURBO3_TCQ,
+};
+
+}  // namespace
+
+bool kv_type_supported(GgmlType t) {
+    for (GgmlType k : kKvTypes)
+        if (k == t) return true;
+    return false;
+}
+
+const char* kv_type_names() {
+    static const std::string names = [] {
+        std::string s;
+        for (GgmlType k : kKvTypes) s += (s.empty() ? "" : ", ") + std::string(ggml_type_name(k));
+        return s;
+    }();
+    return names.c_str();
+}
+
+GgmlType kv_type_from_name(const std::string& name, const char* flag) {
+    GgmlType t;
+    if (!ggml_type_from_name(name.c_str(), &t) || !kv_type_supported(t))
+        fail("invalid value '%s' for %s: supported KV cache types are %s", name.c_str(), flag, kv_type_names());
+    return t;
+}
+
+GgmlType kv_protect_k_type(GgmlType type_k, int n_head, int n_head_kv, int64_t n_embd, std::string* why) {
+    if (!is_turbo_type(type_k) || n_head_kv <= 0) return type_k;
+    const int gqa = n_head / n_head_kv;
+    if (gqa >= 6)
+        *why = strfmt("grouped-query ratio %d >= 6", gqa);
+    else if (n_embd <= 2048)
+        *why = strfmt("small model (n_embd %lld <= 2048)", (long long)n_embd);
+    else
+        return type_k;
+    return GgmlType::Q8_0;
+}
 
 static bool in_range(int32_t pos, int32_t p0, int32_t p1) {
     return pos >= (p0 < 0 ? 0 : p0) && (p1 < 0 || pos < p1);
@@ -15,12 +61,18 @@ static bool in_range(int32_t pos, int32_t p0, int32_t p1) {
 
 KvCache::KvCache(const KvCacheParams& p) : p_(p) {
     if (!kv_type_supported(p.type_k))
-        fail("KV cache: K type %s is not supported (use f32 or f16)", ggml_type_name(p.type_k));
+        fail("KV cache: K type %s is not supported (use one of %s)", ggml_type_name(p.type_k), kv_type_names());
     if (!kv_type_supported(p.type_v))
-        fail("KV cache: V type %s is not supported (use f32 or f16)", ggml_type_name(p.type_v));
+        fail("KV cache: V type %s is not supported (use one of %s)", ggml_type_name(p.type_v), kv_type_names());
     if (p.n_cells <= 0 || p.n_layer <= 0) fail("KV cache: needs at least one cell and one layer");
-    k_row_bytes_ = ggml_row_size(p.type_k, p.n_embd_k);
-    v_row_bytes_ = ggml_row_size(p.type_v, p.n_embd_v);
+    n_head_ = p.n_head_kv > 0 ? p.n_head_kv : 1;
+    head_dim_k_ = p.head_dim_k > 0 ? p.head_dim_k : (int)p.n_embd_k;
+    head_dim_v_ = p.head_dim_v > 0 ? p.head_dim_v : (int)p.n_embd_v;
+    if ((int64_t)n_head_ * head_dim_k_ != p.n_embd_k || (int64_t)n_head_ * head_dim_v_ != p.n_embd_v)
+        fail("KV cache: %d heads of %d (K) / %d (V) values do not make rows of %lld / %lld", n_head_, head_dim_k_,
+             head_dim_v_, (long long)p.n_embd_k, (long long)p.n_embd_v);
+    k_row_bytes_ = n_head_ * kv_head_bytes(p.type_k, head_dim_k_);
+    v_row_bytes_ = n_head_ * kv_head_bytes(p.type_v, head_dim_v_);
     cells_.resize(p.n_cells);
     shift_.assign(p.n_cells, 0);
     k_.resize(p.n_layer);
@@ -28,6 +80,32 @@ KvCache::KvCache(const KvCacheParams& p) : p_(p) {
     for (int il = 0; il < p.n_layer; il++) {
         k_[il].assign(k_row_bytes_ * p.n_cells, 0);
         v_[il].assign(v_row_bytes_ * p.n_cells, 0);
+    }
+}
+
+// note: heads are encoded one by one through a zero-padded scratch, so a 64-wide head in a 128-group
+// type fills half a rotation group with zeros (the rotation keeps dot products, spec §2 step 1).
+void KvCache::encode(GgmlType t, int head_dim, const float* src, uint8_t* dst) const {
+    const int padded = kv_padded_dim(t, head_dim);
+    const size_t head_bytes = kv_head_bytes(t, head_dim);
+    const QuantTraits* qt = quant_traits(t);
+    static thread_local std::vector<float> buf;
+    buf.assign(padded, 0.0f);
+    for (int h = 0; h < n_head_; h++) {
+        memcpy(buf.data(), src + (size_t)h * head_dim, (size_t)head_dim * sizeof(float));
+        qt->quantize_row(buf.data(), dst + h * head_bytes, padded);
+    }
+}
+
+void KvCache::decode(GgmlType t, int head_dim, const uint8_t* src, float* dst) const {
+    const int padded = kv_padded_dim(t, head_dim);
+    const size_t head_bytes = kv_head_bytes(t, head_dim);
+    const QuantTraits* qt = quant_traits(t);
+    static thread_local std::vector<float> buf;
+    buf.resize(padded);
+    for (int h = 0; h < n_head_; h++) {
+        qt->dequantize_row(src + h * head_bytes, buf.data(), padded);
+        memcpy(dst + (size_t)h * head_dim, buf.data(), (size_t)head_dim * sizeof(float));
     }
 }
 

@@ -1,7 +1,8 @@
 // kv/kv_cache: KV cells (position + set of sequences), sequence ops, and per-layer K/V storage whose
-// element type is chosen separately for K and V.
+// element type is chosen separately for K and V (float, legacy 32-blocks, TurboQuant, TCQ).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gguf/ggml_type.h"
@@ -24,11 +25,29 @@ struct KvCacheParams {
     int64_t n_embd_v = 0; // per layer and cell: n_head_kv * head_dim_v
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
+    // Heads per row and their width; 0 means one head of n_embd_k / n_embd_v values. Each head is
+    // stored as whole blocks of its type, zero-padded (quant/turbo.h kv_padded_dim).
+    int n_head_kv = 0;
+    int head_dim_k = 0, head_dim_v = 0;
 };
+
+// KV storage types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 turbo2 turbo3 turbo4 turbo2_64 turbo3_64
+// turbo4_64 turbo2_tcq turbo3_tcq.
+bool kv_type_supported(GgmlType t);
+// Parses a KV type name for flag `flag`; throws Error listing the supported names.
+GgmlType kv_type_from_name(const std::string& name, const char* flag);
+const char* kv_type_names();  // "f32, f16, ..." for help texts
+
+// K protection (specs/kv-turboquant.md §6 "Model-level rules", §8 "GQA catastrophe"): TurboQuant K
+// breaks models with a GQA ratio >= 6 and small models (n_embd <= 2048: Qwen3-0.6B, Qwen2.5-1.5B
+// reach perplexities in the thousands). For such a model and a turbo K type this returns Q8_0 and
+// sets *why; otherwise it returns type_k unchanged.
+GgmlType kv_protect_k_type(GgmlType type_k, int n_head, int n_head_kv, int64_t n_embd, std::string* why);
 
 class KvCache {
 public:
-    // Throws Error if a type is not a supported KV storage type (F32, F16 for now).
+    // Throws Error if a type is not a supported KV storage type (kv_type_supported) or the head
+    // layout does not add up.
     explicit KvCache(const KvCacheParams& p);
 
     const KvCacheParams& params() const { return p_; }
@@ -44,6 +63,14 @@ public:
     size_t k_row_bytes() const { return k_row_bytes_; }
     size_t v_row_bytes() const { return v_row_bytes_; }
     size_t total_bytes() const { return (k_row_bytes_ + v_row_bytes_) * (size_t)p_.n_cells * p_.n_layer; }
+    size_t bytes_per_token() const { return (k_row_bytes_ + v_row_bytes_) * (size_t)p_.n_layer; }
+
+    // Encodes a K / V row of n_embd_k / n_embd_v floats (heads side by side) into cell c of layer il
+    // (quantize on write), and decodes one back (K-shift, state export, tests).
+    void write_k(int il, int c, const float* src) { encode(p_.type_k, head_dim_k_, src, k_row(il, c)); }
+    void write_v(int il, int c, const float* src) { encode(p_.type_v, head_dim_v_, src, v_row(il, c)); }
+    void read_k(int il, int c, float* dst) const { decode(p_.type_k, head_dim_k_, k_[il].data() + (size_t)c * k_row_bytes_, dst); }
+    void read_v(int il, int c, float* dst) const { decode(p_.type_v, head_dim_v_, v_[il].data() + (size_t)c * v_row_bytes_, dst); }
 
     // Takes n free cells (lowest free indices first) and sets their (pos, seq); returns false and
     // changes nothing if fewer than n are free.
@@ -72,7 +99,11 @@ public:
     bool take_shifts(std::vector<int32_t>& delta_per_cell);
 
 private:
+    void encode(GgmlType t, int head_dim, const float* src, uint8_t* dst) const;
+    void decode(GgmlType t, int head_dim, const uint8_t* src, float* dst) const;
+
     KvCacheParams p_;
+    int n_head_ = 1, head_dim_k_ = 0, head_dim_v_ = 0;
     size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
     std::vector<KvCell> cells_;
     std::vector<int32_t> shift_;  // pending K rotation per cell

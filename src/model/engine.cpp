@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
+#include "quant/turbo.h"
 
 namespace bee {
 
@@ -28,9 +29,15 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     kp.n_cells = params_.n_ctx;
     kp.n_embd_k = (int64_t)hp.n_head_kv * hp.head_dim;
     kp.n_embd_v = (int64_t)hp.n_head_kv * hp.head_dim_v;
+    kp.n_head_kv = hp.n_head_kv;
+    kp.head_dim_k = hp.head_dim;
+    kp.head_dim_v = hp.head_dim_v;
+    check_kv_types(hp);
     kp.type_k = params_.type_k;
     kp.type_v = params_.type_v;
     kv_ = std::make_unique<KvCache>(kp);
+    BEE_LOG_INFO("KV cache: K %s, V %s: %zu bytes per token, %.1f MiB for %d cells", ggml_type_name(kp.type_k),
+                 ggml_type_name(kp.type_v), kv_->bytes_per_token(), kv_->total_bytes() / 1048576.0, kp.n_cells);
     scratch_.resize(hp, params_.n_ubatch);
     x_.assign((size_t)params_.n_ubatch * hp.n_embd, 0);
     vis_full_.resize(params_.n_ubatch);
@@ -39,6 +46,36 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
         vis_full_ptr_.push_back(&vis_full_[i]);
         vis_swa_ptr_.push_back(&vis_swa_[i]);
     }
+}
+
+// Start-up checks of the KV types (DESIGN.md invariant 3): unsupported types are refused here, never
+// mid-request, and fragile K is protected (kv_protect_k_type) unless --kv-auto-asymmetric off.
+void Engine::check_kv_types(const HParams& hp) {
+    for (const auto& [name, t] : {std::pair{"K", params_.type_k}, std::pair{"V", params_.type_v}})
+        if (!kv_type_supported(t) || !attention_supports_kv_type(t))
+            fail("KV cache: %s type %s is not supported (use one of %s with -ctk/-ctv)", name,
+                 ggml_type_name(t) ? ggml_type_name(t) : "(unknown)", kv_type_names());
+    if (hp.head_dim_v != hp.head_dim && (is_turbo_type(params_.type_k) || is_turbo_type(params_.type_v)))
+        fail("TurboQuant KV types need equal K and V head sizes (model has %d and %d); use q8_0 or f16",
+             hp.head_dim, hp.head_dim_v);
+    std::string why;
+    const GgmlType k = kv_protect_k_type(params_.type_k, hp.n_head, hp.n_head_kv, hp.n_embd, &why);
+    if (k != params_.type_k) {
+        if (params_.kv_auto_asymmetric) {
+            BEE_LOG_WARN("KV cache: K kept at %s instead of %s: %s (turbo K breaks such models; "
+                         "--kv-auto-asymmetric off forces it)", ggml_type_name(k), ggml_type_name(params_.type_k),
+                         why.c_str());
+            params_.type_k = k;
+        } else {
+            BEE_LOG_WARN("KV cache: %s K on a fragile model (%s), as asked (--kv-auto-asymmetric off)",
+                         ggml_type_name(params_.type_k), why.c_str());
+        }
+    }
+    for (GgmlType t : {params_.type_k, params_.type_v})
+        if (kv_padded_dim(t, hp.head_dim) != hp.head_dim)
+            BEE_LOG_INFO("KV cache: %s pads %d-wide heads to %d%s", ggml_type_name(t), hp.head_dim,
+                         kv_padded_dim(t, hp.head_dim),
+                         hp.head_dim % 64 == 0 && is_turbo_type(t) ? " (the *_64 turbo types avoid this)" : "");
 }
 
 void Engine::validate(const Batch& b) const {
@@ -83,16 +120,13 @@ void Engine::apply_shifts() {
     std::vector<int32_t> delta;
     if (!kv_->take_shifts(delta)) return;
     const HParams& hp = model_.hparams();
-    const KvCacheParams& kp = kv_->params();
-    const QuantTraits* qt = quant_traits(kp.type_k);
-    std::vector<float> row(kp.n_embd_k);
+    std::vector<float> row(kv_->params().n_embd_k);
     for (int il = 0; il < hp.n_layer; il++)
         for (int c = 0; c < kv_->n_cells(); c++) {
             if (delta[c] == 0) continue;
-            uint8_t* k = kv_->k_row(il, c);
-            qt->dequantize_row(k, row.data(), kp.n_embd_k);
+            kv_->read_k(il, c, row.data());  // any KV type: dequantize, rotate, requantize
             rope(row.data(), hp.n_head_kv, hp.head_dim, delta[c], hp.layers[il].rope);
-            qt->quantize_row(row.data(), k, kp.n_embd_k);
+            kv_->write_k(il, c, row.data());
         }
 }
 

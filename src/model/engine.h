@@ -19,6 +19,7 @@ struct EngineParams {
     int n_seq_max = 1;      // sequence ids 0..n_seq_max-1
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
+    bool kv_auto_asymmetric = true;  // turbo K on a fragile model is kept at q8_0 (kv_protect_k_type)
 };
 
 class Engine {
@@ -36,6 +37,7 @@ public:
     ThreadPool& pool() { return *pool_; }
 
 private:
+    void check_kv_types(const HParams& hp);
     void validate(const Batch& b) const;
     void apply_shifts();
     void build_visible(const Batch& b, int r0, int n, const int32_t* cells);

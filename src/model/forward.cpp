@@ -43,15 +43,6 @@ static void head_norm(const ForwardCtx& c, float* x, int n_head, int hd, const W
         }
 }
 
-// Converts `n` floats to KV storage type `t` at dst.
-static void kv_store(GgmlType t, const float* src, uint8_t* dst, int64_t n) {
-    if (t == GgmlType::F32) {
-        memcpy(dst, src, (size_t)n * sizeof(float));
-        return;
-    }
-    quant_traits(t)->quantize_row(src, dst, n);
-}
-
 void self_attention(ForwardCtx& c, int il, const float* xn) {
     const HParams& hp = c.hp;
     const LayerWeights& L = c.w.layers[il];
@@ -69,8 +60,8 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     for (int r = 0; r < c.n_rows; r++) {
         rope(q + (size_t)r * nq, hp.n_head, hp.head_dim, c.pos[r], lp.rope);
         rope(k + (size_t)r * nk, hp.n_head_kv, hp.head_dim, c.pos[r], lp.rope);
-        kv_store(kp.type_k, k + (size_t)r * nk, c.kv.k_row(il, c.cells[r]), nk);
-        kv_store(kp.type_v, v + (size_t)r * nv, c.kv.v_row(il, c.cells[r]), nv);
+        c.kv.write_k(il, c.cells[r], k + (size_t)r * nk);  // quantize on write, per head
+        c.kv.write_v(il, c.cells[r], v + (size_t)r * nv);
     }
     AttentionArgs a;
     a.n_rows = c.n_rows;

@@ -196,4 +196,67 @@ inline int nearest_int(float x) {
     return (i & 0x007fffff) - 0x00400000;
 }
 
+// ---- TurboQuant KV blocks (specs/kv-turboquant.md §3.1, the BeeLlama layout) ------------------------
+// One block = one rotation group: the values are stored in the rotated domain (y = D2·H·D1·x/|x|, see
+// quant/turbo.h) as centroid indices, with one fp16 "corrected" norm: dequantized y_j = c[idx_j] * norm.
+// 2-bit field of element j: qs[j/4] bits 2*(j%4)..+1; 3-bit index = that field | (signs[j/8] bit j%8) << 2;
+// 4-bit index: qs[j/2], low nibble for even j. Index 0 is always the most negative centroid.
+inline constexpr int QK_TURBO = 128;    // rotation group of the serialized types (ids 42-46)
+inline constexpr int QK_TURBO_64 = 64;  // Bee-only 64-value group (ids 142-144)
+
+struct BlockTurbo2 {
+    fp16_t norm;               // corrected norm |x| / |c[idx]|
+    uint8_t qs[QK_TURBO / 4];  // (32) 2-bit indices
+};
+static_assert(sizeof(BlockTurbo2) == 34, "wrong turbo2 block size");
+
+struct BlockTurbo3 {
+    fp16_t norm;                  // corrected norm
+    uint8_t qs[QK_TURBO / 4];     // (32) low 2 bits of each 3-bit index
+    uint8_t signs[QK_TURBO / 8];  // (16) bit 2 of each index
+};
+static_assert(sizeof(BlockTurbo3) == 50, "wrong turbo3 block size");
+
+struct BlockTurbo4 {
+    fp16_t norm;               // corrected norm
+    uint8_t qs[QK_TURBO / 2];  // (64) 4-bit indices, low nibble = even element
+};
+static_assert(sizeof(BlockTurbo4) == 66, "wrong turbo4 block size");
+
+// TCQ: a bitshift-trellis stream, LSB first: bits 0..5 the initial-state prefix, then k bits per
+// element (k = 3 or 2); state_t = the L = 6 + k bits starting at stream bit k*t. See quant/tcq.h.
+struct BlockTurbo3Tcq {
+    fp16_t norm;    // corrected norm
+    uint8_t qs[49]; // 6 + 3*128 = 390 bits, then 2 zero bits
+    uint8_t pad;    // 0, keeps the size even
+};
+static_assert(sizeof(BlockTurbo3Tcq) == 52, "wrong turbo3_tcq block size");
+
+struct BlockTurbo2Tcq {
+    fp16_t norm;    // corrected norm
+    uint8_t qs[33]; // 6 + 2*128 = 262 bits, then 2 zero bits
+    uint8_t pad;    // 0
+};
+static_assert(sizeof(BlockTurbo2Tcq) == 36, "wrong turbo2_tcq block size");
+
+// Bee-only 64-value groups: the same packing over 64 elements.
+struct BlockTurbo2_64 {
+    fp16_t norm;
+    uint8_t qs[QK_TURBO_64 / 4];  // (16)
+};
+static_assert(sizeof(BlockTurbo2_64) == 18, "wrong turbo2_64 block size");
+
+struct BlockTurbo3_64 {
+    fp16_t norm;
+    uint8_t qs[QK_TURBO_64 / 4];     // (16)
+    uint8_t signs[QK_TURBO_64 / 8];  // (8)
+};
+static_assert(sizeof(BlockTurbo3_64) == 26, "wrong turbo3_64 block size");
+
+struct BlockTurbo4_64 {
+    fp16_t norm;
+    uint8_t qs[QK_TURBO_64 / 2];  // (32)
+};
+static_assert(sizeof(BlockTurbo4_64) == 34, "wrong turbo4_64 block size");
+
 }  // namespace bee

@@ -3,10 +3,18 @@
 
 #include "base/error.h"
 #include "quant/quant_internal.h"
+#include "quant/turbo.h"
 
 namespace bee {
 
 namespace {
+
+// TurboQuant KV types (quant/turbo.h): rows in the original domain; no weight dot product.
+template <GgmlType T>
+void dequantize_row_turbo_t(const void* src, float* dst, int64_t n) { dequantize_row_turbo(T, src, dst, n); }
+template <GgmlType T>
+void quantize_row_turbo_t(const float* src, void* dst, int64_t n) { quantize_row_turbo(T, src, dst, n); }
+#define BEE_TURBO_ROW(T) {GgmlType::T, dequantize_row_turbo_t<GgmlType::T>, quantize_row_turbo_t<GgmlType::T>, GgmlType::F32, nullptr}
 
 // type, dequantize_row, quantize_row, vec_dot_type, vec_dot
 const QuantTraits kTraits[] = {
@@ -25,7 +33,10 @@ const QuantTraits kTraits[] = {
     {GgmlType::Q5_K, dequantize_row_q5_K, quantize_row_q5_K, GgmlType::Q8_K, vec_dot_q5_K_q8_K},
     {GgmlType::Q6_K, dequantize_row_q6_K, quantize_row_q6_K, GgmlType::Q8_K, vec_dot_q6_K_q8_K},
     {GgmlType::Q8_K, dequantize_row_q8_K, quantize_row_q8_K, GgmlType::Q8_K, nullptr},
+    BEE_TURBO_ROW(TURBO2), BEE_TURBO_ROW(TURBO3), BEE_TURBO_ROW(TURBO4), BEE_TURBO_ROW(TURBO2_TCQ),
+    BEE_TURBO_ROW(TURBO3_TCQ), BEE_TURBO_ROW(TURBO2_64), BEE_TURBO_ROW(TURBO3_64), BEE_TURBO_ROW(TURBO4_64),
 };
+#undef BEE_TURBO_ROW
 
 }  // namespace
 

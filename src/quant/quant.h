@@ -25,6 +25,7 @@ struct QuantTraits {
 // Traits for a supported type, or nullptr (unknown/unsupported: IQ*, TQ*, ...).
 // Supported weight types: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q2_K Q3_K Q4_K Q5_K Q6_K.
 // Activation types Q8_1 and Q8_K have dequantize_row + quantize_row but no vec_dot.
+// KV-only TurboQuant types (quant/turbo.h) too: rows in the original domain, no vec_dot.
 // Block layouts (structs, unpacking helpers) are in quant/blocks.h. Contract of the routines:
 //  - dequantize_row gives the floats ggml (and gguf-py) compute, bit for bit;
 //  - quantize_row writes the bytes of ggml's quantize_row_*_ref (no importance matrix); the

@@ -19,10 +19,16 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/cpu.h"
 #include "quant/blocks.h"
 #include "quant/quant_internal.h"
 
 namespace bee {
+
+// quant_k_fit_avx2.cpp: fit_affine() of the 8 sub-blocks of a super-block side by side, bit-identical
+// (called only when cpu_isa() >= Isa::avx2).
+void fit_affine_x8_avx2(const float* x, const float* w, int nmax, float rmin, float rdelta, int nstep, uint8_t* L,
+                        float* scales, float* neg_mins);
 
 namespace {
 
@@ -195,15 +201,22 @@ void pack_k_scale_min(const uint8_t* ls, const uint8_t* lm, uint8_t* out) {
 // Weights av + |x| (av = rms of the sub-block) balance absolute and relative error.
 void fit_k_scale_min(const float* x, int nmax, float rmin, float rdelta, int nstep, uint8_t* L,
                      uint8_t* packed, fp16_t* d, fp16_t* dmin) {
-    float scales[8], mins[8], w[32];
-    float max_scale = 0, max_min = 0;
+    float scales[8], mins[8], w[QK_K];
     for (int j = 0; j < 8; ++j) {
         const float* xs = x + 32 * j;
         float sum_x2 = 0;
         for (int l = 0; l < 32; ++l) sum_x2 += xs[l] * xs[l];
         const float av = sqrtf(sum_x2 / 32);
-        for (int l = 0; l < 32; ++l) w[l] = av + fabsf(xs[l]);
-        scales[j] = fit_affine(32, nmax, xs, w, L + 32 * j, &mins[j], rmin, rdelta, nstep, false);
+        for (int l = 0; l < 32; ++l) w[32 * j + l] = av + fabsf(xs[l]);
+    }
+    if (cpu_isa() >= Isa::avx2) {
+        fit_affine_x8_avx2(x, w, nmax, rmin, rdelta, nstep, L, scales, mins);
+    } else {
+        for (int j = 0; j < 8; ++j)
+            scales[j] = fit_affine(32, nmax, x + 32 * j, w + 32 * j, L + 32 * j, &mins[j], rmin, rdelta, nstep, false);
+    }
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; ++j) {
         max_scale = scales[j] > max_scale ? scales[j] : max_scale;
         max_min = mins[j] > max_min ? mins[j] : max_min;
     }

@@ -1,6 +1,10 @@
 # tests/py/test_bench: `bee bench` output shapes (json, md, csv), the bandwidth probe, and clean errors.
 import json
+import re
+import subprocess
+import sys
 
+from conftest import ROOT
 from test_cli import assert_clean_error
 
 FIELDS = {"model_filename", "model_type", "model_size", "model_n_params", "n_threads", "n_batch", "n_ubatch",
@@ -66,3 +70,36 @@ def test_bench_errors(bee, smollm, tmp_path):
     assert_clean_error(bee("bench", "-p", "16"), "no model")
     assert_clean_error(bee("bench", "-m", tmp_path / "nope.gguf"), "nope.gguf")
     assert_clean_error(bee("bench", "-m", smollm, "-p", "0", "-n", "0"), "no tests")
+
+
+VOCAB_GPT2 = ROOT / ".." / "shared" / "data" / "vocab" / "ggml-vocab-gpt-2.gguf"
+
+
+def test_gguf_synth_writes_qwen2_shape(bee, tmp_path):
+    out = tmp_path / "synth.gguf"
+    r = bee("gguf", "synth", out, "--vocab", VOCAB_GPT2, "--layers", "1", "--seed", "7")
+    assert r.returncode == 0, r.stderr
+    info = bee("gguf", "info", out)
+    assert info.returncode == 0, info.stderr
+    text = info.stdout
+    for needle in ("qwen2.embedding_length", "896", "qwen2.attention.head_count_kv", "4864", "1000000",
+                   "blk.0.attn_q.bias", "blk.0.ffn_down.weight", "(151936)"):
+        assert needle in text, needle
+    assert not re.search(r"\soutput\.weight\s", text)  # tied to token_embd, as in Qwen2.5-0.5B
+    again = tmp_path / "again.gguf"
+    assert bee("gguf", "synth", again, "--vocab", VOCAB_GPT2, "--layers", "1", "--seed", "7").returncode == 0
+    assert out.read_bytes() == again.read_bytes()  # seeded: the same file every time
+
+
+def test_gguf_synth_errors(bee, tmp_path, smollm):
+    assert_clean_error(bee("gguf", "synth", tmp_path / "a.gguf"), "--vocab")
+    assert_clean_error(bee("gguf", "synth", tmp_path / "a.gguf", "--vocab", VOCAB_GPT2, "--shape", "big"), "big")
+    assert_clean_error(bee("gguf", "synth", tmp_path / "a.gguf", "--vocab", VOCAB_GPT2, "--type", "q4_0"), "--type")
+    assert_clean_error(bee("gguf", "synth", tmp_path / "a.gguf", "--vocab", tmp_path / "none.gguf"), "none.gguf")
+
+
+def test_compare_llamacpp_refuses_missing_bee(tmp_path, smollm):
+    script = ROOT / "bench" / "compare-llamacpp"
+    r = subprocess.run([sys.executable, str(script), "-m", str(smollm), "--bee", str(tmp_path / "no-bee")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "no-bee" in r.stderr

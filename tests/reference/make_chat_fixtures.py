@@ -107,6 +107,15 @@ def message_cases():
     ]
 
 
+def dump(doc):
+    """One line per case, so a fixture diff shows which case changed (and files stay short)."""
+    head = {k: v for k, v in doc.items() if k != "cases"}
+    lines = [json.dumps(c, ensure_ascii=False) for c in doc["cases"]]
+    text = json.dumps(head, ensure_ascii=False)[:-1] + ', "cases": [\n' + ",\n".join(lines) + "\n]}\n"
+    assert json.loads(text) == doc
+    return text
+
+
 def template_fixtures(env):
     OUT.mkdir(exist_ok=True)
     for path in sorted(TEMPLATES.glob("*.jinja")):
@@ -120,7 +129,7 @@ def template_fixtures(env):
             context.update(kwargs)
             cases.append({"name": name, "context": context, **render(env, source, context)})
         doc = {"template": path.name, "now": NOW, "cases": cases}
-        (OUT / (path.stem + ".json")).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+        (OUT / (path.stem + ".json")).write_text(dump(doc))
 
 
 # Small templates, one feature each (plus the whitespace rules), rendered with CONTEXT.
@@ -181,7 +190,7 @@ def feature_fixtures(env):
     cases = [{"name": name, "source": source, "context": CONTEXT, **render(env, source, CONTEXT)}
              for name, source in FEATURES]
     doc = {"now": NOW, "cases": cases}
-    (OUT / "features.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    (OUT / "features.json").write_text(dump(doc))
 
 
 def main():

@@ -1,25 +1,21 @@
 // kernels/ref/attention_ref: two-pass attention in double over each row's visible cells (the oracle).
+// K and V heads are decoded to the original domain by the quant reference (for TurboQuant types that
+// includes the inverse rotation), so this checks the fast path's rotate-q / rotated-V algebra too.
 #include <cmath>
 #include <cstring>
 #include <vector>
 
-#include "base/fp16.h"
 #include "kernels/kernels.h"
+#include "quant/turbo.h"
 
 namespace bee::ref {
 
 namespace {
 
-// Element i of the (type t) row at p, as double; F32 and F16 only.
-double kv_elem(GgmlType t, const uint8_t* p, int i) {
-    if (t == GgmlType::F16) {
-        fp16_t h;
-        memcpy(&h, p + 2 * i, 2);
-        return fp16_to_fp32(h);
-    }
-    float f;
-    memcpy(&f, p + 4 * i, 4);
-    return f;
+// One head of type t at p (kv_head_bytes layout) -> head_dim floats.
+void kv_head(GgmlType t, const uint8_t* p, int head_dim, std::vector<float>& out) {
+    out.resize(kv_padded_dim(t, head_dim));
+    quant_traits(t)->dequantize_row(p, out.data(), (int64_t)out.size());
 }
 
 }  // namespace
@@ -27,8 +23,9 @@ double kv_elem(GgmlType t, const uint8_t* p, int i) {
 void attention(const AttentionArgs& a) {
     const int d = a.head_dim;
     const int group = a.n_head / a.n_head_kv;
-    const size_t k_head_bytes = ggml_row_size(a.k_type, d), v_head_bytes = ggml_row_size(a.v_type, d);
+    const size_t k_head_bytes = kv_head_bytes(a.k_type, d), v_head_bytes = kv_head_bytes(a.v_type, d);
     std::vector<double> s, o(d);
+    std::vector<float> kv;
     for (int r = 0; r < a.n_rows; r++) {
         const std::vector<int32_t>& cells = *a.visible[r];
         const int n = (int)cells.size();
@@ -40,8 +37,9 @@ void attention(const AttentionArgs& a) {
             double mx = -INFINITY;
             for (int c = 0; c < n; c++) {
                 const uint8_t* k = a.k + (size_t)cells[c] * a.k_cell_bytes + kvh * k_head_bytes;
+                kv_head(a.k_type, k, d, kv);
                 double dot = 0;
-                for (int i = 0; i < d; i++) dot += (double)q[i] * kv_elem(a.k_type, k, i);
+                for (int i = 0; i < d; i++) dot += (double)q[i] * kv[i];
                 dot *= a.scale;
                 if (a.softcap > 0) dot = a.softcap * std::tanh(dot / a.softcap);
                 s[c] = dot;
@@ -55,7 +53,8 @@ void attention(const AttentionArgs& a) {
             o.assign(d, 0.0);
             for (int c = 0; c < n; c++) {
                 const uint8_t* v = a.v + (size_t)cells[c] * a.v_cell_bytes + kvh * v_head_bytes;
-                for (int i = 0; i < d; i++) o[i] += s[c] / sum * kv_elem(a.v_type, v, i);
+                kv_head(a.v_type, v, d, kv);
+                for (int i = 0; i < d; i++) o[i] += s[c] / sum * kv[i];
             }
             for (int i = 0; i < d; i++) out[i] = (float)o[i];
         }

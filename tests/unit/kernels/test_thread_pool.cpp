@@ -36,6 +36,23 @@ TEST(ThreadPool, ManyRegionsBackToBack) {
     EXPECT_EQ(sum.load(), want);
 }
 
+// More workers than cores: late workers must find their region closed (never run a task twice, never
+// take a task of the next region as their own), and run() must return with every task done.
+TEST(ThreadPool, OversubscribedRegionsLoseAndRepeatNothing) {
+    ThreadPool pool(8);
+    std::atomic<int64_t> sum{0};
+    int64_t want = 0;
+    for (int r = 0; r < 20000; r++) {
+        const int n = 1 + r % 5;
+        pool.run(n, [&](int task, int) { sum.fetch_add((int64_t)r * 8 + task + 1); });
+        for (int t = 0; t < n; t++) want += (int64_t)r * 8 + t + 1;
+        if (r % 997 == 0) {
+            ASSERT_EQ(sum.load(), want) << "after region " << r;
+        }
+    }
+    EXPECT_EQ(sum.load(), want);
+}
+
 TEST(ThreadPool, CreateAndDestroyRepeatedly) {
     for (int i = 0; i < 200; i++) {
         auto pool = std::make_unique<ThreadPool>(1 + i % 4);

@@ -142,7 +142,7 @@ TEST(EngineParamsErrors, RefusedAtConstruction) {
     expect_refused([](EngineParams& p) { p.n_seq_max = 0; }, "number of sequences");
     expect_refused([](EngineParams& p) { p.n_seq_max = kMaxSequences + 1; }, "number of sequences");
     expect_refused([](EngineParams& p) { p.type_k = GgmlType::Q4_K; }, "K type q4_k");
-    expect_refused([](EngineParams& p) { p.type_v = GgmlType::BF16; }, "V type bf16");
+    expect_refused([](EngineParams& p) { p.type_v = GgmlType::Q6_K; }, "V type q6_k");
 }
 
 }  // namespace

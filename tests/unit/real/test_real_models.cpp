@@ -76,7 +76,11 @@ TEST_P(RealModelTest, LogitsAndGreedyTokensMatchReference) {
     RealModel& m = load(GetParam());
     const double tol_max = kSpreadFactor * m.selfvar["max"].get<double>();
     const double tol_median = kSpreadFactor * m.selfvar["median"].get<double>();
-    const double tie_gap = std::max(0.5, kSpreadFactor * m.selfvar["greedy_flip_max_gap"].get<double>());
+    // A different greedy token is a near-tie when the reference's top-2 gap is within what llama.cpp's own
+    // logits move between its two attention paths: the largest gap it flipped itself, or the 99th percentile
+    // of its per-logit deviation (the two best logits moving that far in opposite directions swap them).
+    const double tie_gap = std::max(0.5, kSpreadFactor * std::max(m.selfvar["greedy_flip_max_gap"].get<double>(),
+                                                                  m.selfvar["p99"].get<double>()));
     EngineParams ep;
     ep.n_ctx = 512;
     ep.n_threads = 2;

@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Aggregate generation throughput of `bee serve`: 1 stream vs N concurrent streams (default 8), and a
+single server stream vs `bee run` on the same model, alternating rounds because the machine is shared.
+Usage: bench/server_throughput.py [--streams 8] [--tokens 128] [--rounds 3] [--threads 2]
+Every request is greedy with ignore_eos, so each generates exactly --tokens tokens."""
+import argparse
+import concurrent.futures
+import json
+import statistics
+import subprocess
+import time
+
+from server_common import BEE, MODEL, start_server, stop_server, stream_completion
+
+PROMPT = "Write a long story about a lighthouse keeper and the sea."
+RUN_PROMPT = "Once upon a time"  # bee run has no ignore-eos: this prompt runs greedy past 128 tokens
+
+
+def run_streams(port, n, tokens):
+    body = lambda i: {"path": "/v1/completions", "prompt": f"{PROMPT} Chapter {i + 1}.", "max_tokens": tokens,
+                      "temperature": 0, "ignore_eos": True, "cache_prompt": False}
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(n) as ex:
+        res = list(ex.map(lambda i: stream_completion(port, body(i)), range(n)))
+    wall = time.time() - t0
+    errors = [e for _, _, e in res if e]
+    assert not errors, errors
+    return sum(r[0] for r in res) / wall
+
+
+def bee_run_tps(tokens, threads):
+    out = subprocess.run([str(BEE), "run", "-m", str(MODEL), "-p", RUN_PROMPT, "-n", str(tokens), "--temp", "0",
+                          "-t", str(threads), "--json", "-c", "2048"], capture_output=True, text=True, check=True)
+    t = json.loads(out.stdout)["timings"]
+    assert t["predicted_n"] == tokens, f"bee run stopped after {t['predicted_n']} tokens"
+    return t["predicted_per_second"]
+
+
+def server_single_tps(port, tokens):
+    """predicted_per_second from the server's own timings (generation only, like bee run's)."""
+    import http.client
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn.request("POST", "/completion", json.dumps({"prompt": RUN_PROMPT, "n_predict": tokens, "temperature": 0,
+                                                    "ignore_eos": True, "cache_prompt": False}))
+    t = json.loads(conn.getresponse().read())["timings"]
+    assert t["predicted_n"] == tokens
+    return t["predicted_per_second"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--streams", type=int, default=8)
+    ap.add_argument("--tokens", type=int, default=128)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    proc, port = start_server("-c", str(a.streams * 1024), "-np", str(a.streams), "-t", str(a.threads))
+    try:
+        single, multi, srv, cli = [], [], [], []
+        for r in range(a.rounds):
+            single.append(run_streams(port, 1, a.tokens))
+            multi.append(run_streams(port, a.streams, a.tokens))
+            srv.append(server_single_tps(port, a.tokens))
+            cli.append(bee_run_tps(a.tokens, a.threads))
+            print(f"round {r + 1}: 1 stream {single[-1]:.1f} tok/s, {a.streams} streams {multi[-1]:.1f} tok/s "
+                  f"(x{multi[-1] / single[-1]:.2f}); server {srv[-1]:.1f} vs bee run {cli[-1]:.1f} tok/s "
+                  f"({100 * srv[-1] / cli[-1]:.0f}%)", flush=True)
+    finally:
+        stop_server(proc)
+    med = statistics.median
+    print(f"median: 1 stream {med(single):.1f} tok/s, {a.streams} streams {med(multi):.1f} tok/s aggregate "
+          f"= x{med(multi) / med(single):.2f}; single-stream server/bee run = {100 * med(srv) / med(cli):.0f}% "
+          f"({med(srv):.1f} vs {med(cli):.1f} tok/s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+// app/args_spec: speculative-decoding flags with llama.cpp's names (modelfree-and-server.md A.2,
+// drafters.md 2.9) and their checks.
+#include "app/args_spec.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "spec/registry.h"
+
+namespace bee {
+
+namespace {
+
+void add_ngram_sizes(ArgParser& p, NgramSizes& s, const std::string& kind) {
+    const std::string pre = "--spec-" + kind;  // the parser copies the names
+    p.i32((pre + "-size-n").c_str(), &s.size_n, "key length N: tokens that must match [12]", 1, 1024);
+    p.i32((pre + "-size-m").c_str(), &s.size_m, "draft length M [48]", 1, 1024);
+    p.i32((pre + "-min-hits").c_str(), &s.min_hits, "key occurrences before drafting (map-k4v) [1]", 1, 1 << 20);
+}
+
+void add_depth_options(ArgParser& p, SpecOptions& o) {
+    DepthParams& d = o.params.depth;
+    p.flag("--spec-dm-adaptive", &d.adaptive, "adaptive draft depth per sequence (default on)");
+    p.flag("--no-spec-dm-adaptive", &o.no_adaptive, "fixed draft depth: always the drafters' maximum");
+    p.str("--spec-dm-controller", &d.controller, "NAME", "adaptive depth controller: profit, fringe [profit]");
+    p.i32("--spec-dm-probe-interval", &d.probe_interval, "cycles between probes while off [16]", 1, 1 << 20);
+    p.f32("--spec-dm-probe-fraction", &d.probe_fraction, "probe depth as a fraction of the maximum [0.25]", 0, 1);
+    p.i32("--spec-dm-explore-interval", &d.explore_interval, "cycles between explorations of a deeper rung [12]", 0,
+          1 << 20);
+    p.i32("--spec-dm-off-dwell", &d.off_dwell, "losing cycles in a row before turning drafting off [8]", 1, 1 << 20);
+    p.f32("--spec-dm-fringe-min", &d.fringe_min, "fringe controller: turn off below this acceptance [0.30]", 0, 1);
+    p.f32("--spec-dm-fringe-max", &d.fringe_max, "fringe controller: full depth above this acceptance [0.50]", 0, 1);
+    p.i32("--spec-dm-min-reach", &d.min_reach, "fringe controller: samples needed at a position [3]", 1, 1 << 20);
+    p.f32("--spec-dm-profit-min", &d.profit_min, "profit controller: required gain over no speculation [0.05]", 0, 10);
+    p.f32("--spec-dm-profit-raise-margin", &d.raise_margin, "profit controller: hysteresis going deeper [0.05]", 0, 10);
+    p.f32("--spec-dm-profit-lower-margin", &d.lower_margin, "profit controller: hysteresis going shallower [0.05]", 0,
+          10);
+    p.f32("--spec-dm-profit-ewma-alpha", &d.ewma_alpha, "profit controller: EWMA factor [0.15]", 0.01f, 1);
+    p.i32("--spec-dm-profit-min-samples", &d.min_samples, "profit controller: samples before a depth counts [3]", 1,
+          1 << 20);
+    p.i32("--spec-dm-profit-warmup", &d.warmup, "profit controller: full-depth cycles first (0: min-samples) [0]", 0,
+          1 << 20);
+    p.i32("--spec-dm-profit-baseline-interval", &d.baseline_interval,
+          "profit controller: active cycles between no-speculation re-probes [1024]", 0, 1 << 30);
+}
+
+}  // namespace
+
+void add_spec_options(ArgParser& p, SpecOptions& o) {
+    SpecParams& s = o.params;
+    p.custom("--spec-type", "LIST", "speculative decoding: none or a comma list of ngram-simple, ngram-map-k, "
+             "ngram-map-k4v, ngram-mod, ngram-cache, copyspec, recycle, suffix, draft [none]",
+             [&o](const std::string& v) {
+                 o.params.types = parse_spec_types(v);
+                 o.type_given = true;
+             });
+    p.flag("--spec-default", &o.spec_default, "preset: --spec-type ngram-mod with n-match 24, n-min 48, n-max 64");
+    p.str("-md,--model-draft", &s.draft_model, "FILE", "draft model GGUF (same vocabulary as the target)");
+    p.i32("--spec-draft-n-max,--draft,--draft-n,--draft-max", &s.draft_n_max,
+          "most draft tokens per step (draft model, copyspec, recycle, suffix) [16]", 1, 1024);
+    p.i32("--spec-draft-n-min,--draft-min,--draft-n-min", &s.draft_n_min, "drop drafts shorter than this [0]", 0, 1024);
+    p.f32("--spec-draft-p-min,--draft-p-min", &s.draft_p_min,
+          "draft model: stop when its top probability is below this [0.0]", 0, 1);
+    p.custom("--spec-draft-temp", "0|T|auto", "draft model temperature: 0 greedy, T > 0 sampled (exact rejection "
+             "sampling), auto = the target's [0]",
+             [&s](const std::string& v) {
+                 if (v == "auto") {
+                     s.draft_temp_auto = true;
+                     return;
+                 }
+                 char* end = nullptr;
+                 const float t = strtof(v.c_str(), &end);
+                 if (v.empty() || *end || !(t >= 0) || t > 100)
+                     fail("invalid value '%s' for --spec-draft-temp: expected 0, a temperature up to 100, or auto",
+                          v.c_str());
+                 s.draft_temp = t;
+                 s.draft_temp_auto = false;
+             });
+    add_ngram_sizes(p, s.ngram_simple, "ngram-simple");
+    add_ngram_sizes(p, s.ngram_map_k, "ngram-map-k");
+    add_ngram_sizes(p, s.ngram_map_k4v, "ngram-map-k4v");
+    p.i32("--spec-ngram-mod-n-match", &s.ngram_mod_n_match, "ngram-mod lookup length [24]", 1, 1024);
+    p.i32("--spec-ngram-mod-n-min", &s.ngram_mod_n_min, "ngram-mod shortest draft [48]", 0, 1024);
+    p.i32("--spec-ngram-mod-n-max", &s.ngram_mod_n_max, "ngram-mod longest draft [64]", 0, 1024);
+    p.str("-lcs,--lookup-cache-static,--spec-ngram-cache-static", &s.lookup_cache_static, "FILE",
+          "ngram-cache: static lookup cache (read only)");
+    p.str("-lcd,--lookup-cache-dynamic,--spec-ngram-cache-dynamic", &s.lookup_cache_dynamic, "FILE",
+          "ngram-cache: dynamic lookup cache (read, then updated with each generation)");
+    for (const char* removed : {"--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits",
+                                "--spec-ngram-check-rate"}) {
+        p.custom(removed, "N", "removed: use the per-drafter flags", [removed](const std::string&) {
+            fail("the argument %s has been removed: use the per-drafter flags (e.g. --spec-ngram-simple-size-n, "
+                 "--spec-ngram-map-k-size-n, --spec-ngram-mod-n-match)", removed);
+        });
+    }
+    add_depth_options(p, o);
+}
+
+void finish_spec_options(SpecOptions& o, int n_ctx, int n_threads) {
+    SpecParams& s = o.params;
+    if (o.spec_default && !o.type_given) s.types = {"ngram-mod"};
+    if (o.no_adaptive) s.depth.adaptive = false;
+    const bool has_draft = std::find(s.types.begin(), s.types.end(), "draft") != s.types.end();
+    if (!s.draft_model.empty() && !has_draft && !o.type_given) s.types.push_back("draft");  // plain -md
+    if (has_draft && s.draft_model.empty()) fail("--spec-type draft needs a draft model: give it with -md FILE");
+    if (s.depth.controller != "profit" && s.depth.controller != "fringe")
+        fail("invalid value '%s' for --spec-dm-controller: use profit or fringe", s.depth.controller.c_str());
+    if (s.depth.fringe_min > s.depth.fringe_max)
+        fail("--spec-dm-fringe-min (%g) must not exceed --spec-dm-fringe-max (%g)", s.depth.fringe_min,
+             s.depth.fringe_max);
+    if (s.draft_n_min > s.draft_n_max)
+        fail("--spec-draft-n-min (%d) must not exceed --spec-draft-n-max (%d)", s.draft_n_min, s.draft_n_max);
+    if (s.ngram_mod_n_min > s.ngram_mod_n_max)
+        fail("--spec-ngram-mod-n-min (%d) must not exceed --spec-ngram-mod-n-max (%d)", s.ngram_mod_n_min,
+             s.ngram_mod_n_max);
+    s.draft_n_ctx = n_ctx;
+    s.draft_n_threads = n_threads;
+}
+
+}  // namespace bee

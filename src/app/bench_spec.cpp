@@ -1,0 +1,206 @@
+// app/bench_spec: `bee bench spec` — runs a prompt set (bench/prompts/*.jsonl) with no speculation and
+// with each --spec-type configuration, alternating configurations within every repetition (the machine
+// is noisy), and prints per configuration: median generation tokens/s, speed-up over none, tokens per
+// target decode, mean acceptance length (counting the bonus token), acceptance per draft position, and
+// whether the tokens equal the ones without speculation (they must, at temperature 0).
+#include <algorithm>
+#include <cstdio>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "app/args.h"
+#include "app/args_spec.h"
+#include "app/bench_spec.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/mapped_file.h"
+#include "spec/generate.h"
+#include "spec/registry.h"
+
+namespace bee {
+
+namespace {
+
+struct BenchSpecOptions {
+    ModelOptions model;
+    SamplingParams sampling;
+    SpecOptions spec;
+    std::string prompts = "bench/prompts/grounded.jsonl";
+    std::string types;  // configurations separated by ';' ("" = none + every model-free type)
+    int32_t n_predict = 128;
+    bool ignore_eos = false;
+    int32_t reps = 1;
+    std::string output = "md";
+};
+
+struct ConfigResult {
+    std::string name;
+    std::vector<double> tps;  // per repetition: generated tokens / generation seconds over the set
+    int64_t tokens = 0, decodes = 0;
+    SpecStats stats;
+    bool same_as_none = true;
+    std::vector<std::vector<int32_t>> outputs;  // per prompt (first repetition)
+};
+
+// The user message wrapped in the model's chat turn tokens (by hand: the chat layer is separate).
+std::string wrap_chat(const Tokenizer& tok, const std::string& user) {
+    if (tok.find_token("<|im_start|>") >= 0)
+        return "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
+    if (tok.find_token("<start_of_turn>") >= 0)
+        return "<start_of_turn>user\n" + user + "<end_of_turn>\n<start_of_turn>model\n";
+    return user;
+}
+
+std::vector<std::string> load_prompts(const std::string& path) {
+    std::stringstream ss(read_file(path));
+    std::vector<std::string> out;
+    std::string line;
+    for (int n = 1; std::getline(ss, line); n++) {
+        if (line.empty()) continue;
+        nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_discarded() || !j.is_object() || !j.contains("user") || !j["user"].is_string())
+            fail("%s:%d: expected a JSON object with a string field \"user\"", path.c_str(), n);
+        out.push_back(j["user"].get<std::string>());
+    }
+    if (out.empty()) fail("%s: no prompts", path.c_str());
+    return out;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// One pass of the whole prompt set with one configuration.
+void run_config(Engine& eng, const BenchSpecOptions& o, const std::vector<std::vector<int32_t>>& prompts,
+                SpecShared* shared, ConfigResult& res, bool first_rep) {
+    double ms = 0;
+    int64_t tokens = 0;
+    for (size_t i = 0; i < prompts.size(); i++) {
+        eng.kv().clear();
+        Sampler sampler(o.sampling, eng.model().hparams().n_vocab);
+        std::unique_ptr<Speculator> spec = shared ? std::make_unique<Speculator>(*shared) : nullptr;
+        GenerateOptions go;
+        go.n_predict = o.n_predict;
+        go.n_batch = o.model.n_batch;
+        go.ignore_eos = o.ignore_eos;
+        GenerateResult g = generate_tokens(eng, sampler, spec.get(), prompts[i], go);
+        ms += g.predicted_ms;
+        tokens += (int64_t)g.tokens.size();
+        if (first_rep) {
+            res.tokens += (int64_t)g.tokens.size();
+            res.decodes += g.n_decodes;
+            if (spec) res.stats.merge(spec->stats());
+            res.outputs.push_back(std::move(g.tokens));
+        }
+    }
+    res.tps.push_back(ms > 0 ? (double)tokens * 1000.0 / ms : 0);
+}
+
+void print_md(const std::vector<ConfigResult>& rs, const BenchSpecOptions& o, const std::string& model) {
+    printf("model %s, prompts %s, n %d, reps %d, temp %.2f, depth policy %s\n\n", model.c_str(), o.prompts.c_str(),
+           o.n_predict, o.reps, o.sampling.temp,
+           o.spec.params.depth.adaptive ? o.spec.params.depth.controller.c_str() : "fixed");
+    printf("| spec type | t/s (median) | speed-up | tokens/decode | mean acc len | accepted/drafted | acc rate per position (1..8) | same tokens |\n");
+    printf("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
+    const double base = median(rs[0].tps);
+    for (const ConfigResult& r : rs) {
+        const int64_t gen = r.stats.draft_n(), acc = r.stats.draft_n_accepted();
+        int64_t calls = 0;
+        std::vector<int64_t> at(8, 0);
+        for (const DrafterStats& d : r.stats.drafters) {
+            calls += d.n_accept;
+            for (size_t i = 0; i < at.size() && i < d.acc_at_pos.size(); i++) at[i] += d.acc_at_pos[i];
+        }
+        std::string pos;
+        for (int64_t a : at) pos += strfmt("%.2f ", calls ? (double)a / (double)calls : 0.0);
+        printf("| %s | %.2f | %.2fx | %.2f | %.2f | %lld/%lld | %s| %s |\n", r.name.c_str(), median(r.tps),
+               base > 0 ? median(r.tps) / base : 0.0, r.decodes ? (double)r.tokens / (double)r.decodes : 0.0,
+               calls ? 1.0 + (double)acc / (double)calls : 1.0, (long long)acc, (long long)gen, pos.c_str(),
+               r.same_as_none ? "yes" : "NO");
+    }
+}
+
+void print_json(const std::vector<ConfigResult>& rs) {
+    nlohmann::json arr = nlohmann::json::array();
+    const double base = median(rs[0].tps);
+    for (const ConfigResult& r : rs) {
+        nlohmann::json drafters = nlohmann::json::array();
+        for (const DrafterStats& d : r.stats.drafters)
+            drafters.push_back({{"name", d.name}, {"gen_tokens", d.gen_tokens}, {"acc_tokens", d.acc_tokens},
+                                {"mean_acc_len", d.mean_acc_len()}, {"acc_at_pos", d.acc_at_pos},
+                                {"n_accept", d.n_accept}});
+        arr.push_back({{"spec_type", r.name}, {"samples_ts", r.tps}, {"median_ts", median(r.tps)},
+                       {"speedup", base > 0 ? median(r.tps) / base : 0.0}, {"tokens", r.tokens},
+                       {"decodes", r.decodes}, {"draft_n", r.stats.draft_n()},
+                       {"draft_n_accepted", r.stats.draft_n_accepted()}, {"same_tokens", r.same_as_none},
+                       {"drafters", drafters}, {"outputs", r.outputs}});
+    }
+    printf("%s\n", arr.dump(1).c_str());
+}
+
+}  // namespace
+
+int cmd_bench_spec(int argc, char** argv) {
+    BenchSpecOptions o;
+    o.sampling.temp = 0.0f;
+    ArgParser p("bee bench spec", "Speculative decoding speed-up and acceptance on a prompt set (greedy by default).");
+    add_model_options(p, o.model);
+    add_sampling_options(p, o.sampling);
+    add_spec_options(p, o.spec);
+    p.str("--prompts", &o.prompts, "FILE", "prompt set, JSON lines with a \"user\" field [bench/prompts/grounded.jsonl]");
+    p.str("--types", &o.types, "LIST", "configurations separated by ';', each a --spec-type value "
+          "(default: every model-free type, plus draft with -md); none is always run first");
+    p.i32("-n,--n-predict", &o.n_predict, "tokens to generate per prompt [128]", 1, 1 << 20);
+    p.flag("--ignore-eos", &o.ignore_eos, "keep generating after end-of-generation tokens (every run is -n long)");
+    p.i32("-r,--repetitions", &o.reps, "passes over the set (configurations alternate within each) [1]", 1, 1000);
+    p.str("-o,--output", &o.output, "FMT", "md or json [md]");
+    try {
+        if (!p.parse(argc, argv)) return 0;
+        if (o.model.model.empty()) fail("no model given (use -m FILE)");
+        if (o.output != "md" && o.output != "json") fail("invalid value '%s' for -o: use md or json", o.output.c_str());
+        if (log_level() < LogLevel::warn) log_set_level(LogLevel::warn);
+        std::unique_ptr<Model> model = Model::load(o.model.model);
+        EngineParams ep = engine_params(o.model);
+        Engine eng(*model, ep);
+        finish_spec_options(o.spec, eng.params().n_ctx, eng.params().n_threads);
+
+        std::vector<std::vector<int32_t>> prompts;
+        for (const std::string& u : load_prompts(o.prompts))
+            prompts.push_back(model->tokenizer().encode(wrap_chat(model->tokenizer(), u), true, true));
+        std::vector<std::string> configs{"none"};
+        if (o.types.empty()) {
+            for (const DrafterKind& k : drafter_kinds())
+                if (std::string(k.name) != "draft" || !o.spec.params.draft_model.empty()) configs.push_back(k.name);
+        } else {
+            std::stringstream ss(o.types);
+            std::string c;
+            while (std::getline(ss, c, ';'))
+                if (!c.empty() && c != "none") configs.push_back(c);
+        }
+        std::vector<ConfigResult> results(configs.size());
+        std::vector<std::unique_ptr<SpecShared>> shared(configs.size());
+        for (size_t c = 0; c < configs.size(); c++) {
+            results[c].name = configs[c];
+            SpecParams sp = o.spec.params;
+            sp.types = parse_spec_types(configs[c]);
+            if (!sp.types.empty()) shared[c] = std::make_unique<SpecShared>(sp, *model);
+        }
+        for (int rep = 0; rep < o.reps; rep++)
+            for (size_t c = 0; c < configs.size(); c++) {
+                run_config(eng, o, prompts, shared[c].get(), results[c], rep == 0);
+                fprintf(stderr, "rep %d: %-28s %.2f t/s\n", rep + 1, configs[c].c_str(), results[c].tps.back());
+            }
+        for (ConfigResult& r : results) r.same_as_none = r.outputs == results[0].outputs;
+        if (o.output == "json") print_json(results);
+        else print_md(results, o, o.model.model);
+        return 0;
+    } catch (const Error& e) {
+        fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+}
+
+}  // namespace bee

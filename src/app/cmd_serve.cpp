@@ -1,0 +1,198 @@
+// app/cmd_serve: `bee serve` — the OpenAI-compatible HTTP server (llama-server's flag names). Options
+// for the server, slots and reasoning are defined here; model and sampling groups come from app/args.
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <pthread.h>
+
+#include "app/args.h"
+#include "app/commands.h"
+#include "base/error.h"
+#include "base/log.h"
+#include "base/mapped_file.h"
+#include "chat/builtin_templates.h"
+#include "server/server.h"
+
+namespace bee {
+
+namespace {
+
+struct ServeOptions {
+    ModelOptions model;
+    server::ServerParams srv;
+    int32_t n_parallel = -1;
+    int32_t cache_ram_mib = 8192;
+    int32_t ctx_checkpoints = 32;
+    bool kv_unified = false, no_kv_unified = false, no_slots = false, no_cache_prompt = false;
+    bool jinja = false, no_jinja = false, cont_batching = false, no_cont_batching = false;
+    std::string api_key, api_key_file, chat_template, chat_template_file, chat_template_kwargs;
+    std::string reasoning_format = "auto", loop_guard = "force-close";
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    while (start <= s.size()) {
+        size_t end = s.find(',', start);
+        if (end == std::string::npos) end = s.size();
+        if (end > start) out.push_back(s.substr(start, end - start));
+        start = end + 1;
+    }
+    return out;
+}
+
+void add_server_options(ArgParser& p, ServeOptions& o) {
+    server::ServerParams& s = o.srv;
+    p.str("--host", &s.host, "HOST", "address to listen on [127.0.0.1]");
+    p.i32("--port", &s.port, "port to listen on [8080]", 0, 65535);
+    p.str("--api-key", &o.api_key, "KEY[,KEY...]", "require one of these keys (Authorization: Bearer or X-Api-Key)");
+    p.str("--api-key-file", &o.api_key_file, "FILE", "file with one API key per line");
+    p.i32("--threads-http", &s.threads_http, "HTTP threads (-1: max(slots + 4, 64)) [-1]", -1, 4096);
+    p.i32("-to,--timeout", &s.timeout_s, "read/write timeout in seconds [600]", 1, 86400);
+    p.custom("--max-body-bytes", "N", "largest request body accepted [16777216]", [&s](const std::string& v) {
+        char* end = nullptr;
+        const long long x = strtoll(v.c_str(), &end, 10);
+        if (v.empty() || *end || x < 1024) fail("invalid value '%s' for --max-body-bytes: an integer >= 1024", v.c_str());
+        s.max_body_bytes = (size_t)x;
+    });
+    p.flag("--metrics", &s.metrics, "enable GET /metrics (Prometheus)");
+    p.flag("--no-slots", &o.no_slots, "disable GET /slots");
+    p.str("-a,--alias", &s.alias, "NAME", "model name reported by the API (default: the file name)");
+    p.i32("-n,--n-predict", &s.n_predict, "default max tokens per request (-1: no limit) [-1]", -1, INT32_MAX);
+}
+
+void add_slot_options(ArgParser& p, ServeOptions& o) {
+    p.i32("-np,--parallel", &o.n_parallel, "slots (parallel sequences); -1: 4 with a unified KV cache [-1]", -1, 64);
+    p.flag("-kvu,--kv-unified", &o.kv_unified, "all slots share the whole context");
+    p.flag("-no-kvu,--no-kv-unified", &o.no_kv_unified, "split the context evenly across slots");
+    p.flag("-cb,--cont-batching", &o.cont_batching, "continuous batching (always on)");
+    p.flag("-nocb,--no-cont-batching", &o.no_cont_batching, "not supported: batching is always continuous");
+    p.flag("--no-cache-prompt", &o.no_cache_prompt, "do not reuse cached prompt prefixes by default");
+    p.i32("--cache-reuse", &o.srv.n_cache_reuse,
+          "also reuse cached chunks of at least N tokens found later in the prompt (KV shift; 0: off) [0]", 0, INT32_MAX);
+    p.i32("-cram,--cache-ram", &o.cache_ram_mib, "host-RAM prompt cache in MiB (0: off, -1: no limit) [8192]", -1, INT32_MAX);
+    p.i32("-ctxcp,--ctx-checkpoints,--swa-checkpoints", &o.ctx_checkpoints,
+          "accepted for llama-server compatibility; not needed: Bee keeps every KV cell (see docs) [32]", 0, INT32_MAX);
+    p.f32("-sps,--slot-prompt-similarity", &o.srv.sched.slot_prompt_similarity,
+          "cached-prefix share of a prompt above which its slot is preferred [0.10]", 0.0f, 1.0f);
+}
+
+void add_chat_options(ArgParser& p, ServeOptions& o) {
+    server::ServerParams& s = o.srv;
+    p.flag("--jinja", &o.jinja, "use Jinja chat templates (always on)");
+    p.flag("--no-jinja", &o.no_jinja, "not supported: chat templates are always Jinja");
+    p.str("--chat-template", &o.chat_template, "NAME|JINJA", "chat template: Jinja source or a built-in name (chatml, gemma) [from the model]");
+    p.str("--chat-template-file", &o.chat_template_file, "FILE", "read the chat template from a file");
+    p.str("--chat-template-kwargs", &o.chat_template_kwargs, "JSON", "extra template variables, e.g. {\"enable_thinking\":false}");
+    p.str("--reasoning-format", &o.reasoning_format, "FORMAT", "none, auto, deepseek, deepseek-legacy [auto]");
+    p.i32("--reasoning-budget", &s.reasoning_budget, "reasoning tokens before </think> is forced (-1: unlimited) [-1]", -1, INT32_MAX);
+    p.str("--reasoning-budget-message", &s.reasoning_budget_message, "TEXT", "text injected before the forced end tag");
+    p.str("--reasoning-loop-guard", &o.loop_guard, "MODE", "off, force-close, stop [force-close]");
+    chat::LoopGuardParams& g = s.loop_guard;
+    p.i32("--reasoning-loop-min-tokens", &g.min_tokens, "reasoning tokens before checking [1024]", 1, INT32_MAX);
+    p.i32("--reasoning-loop-window", &g.window, "tokens kept per region [2048]", 1, INT32_MAX);
+    p.i32("--reasoning-loop-max-period", &g.max_period, "longest period looked for [512]", 1, INT32_MAX);
+    p.i32("--reasoning-loop-min-coverage", &g.min_coverage, "tokens a repetition must cover [768]", 1, INT32_MAX);
+    p.i32("--reasoning-loop-check-interval", &g.check_interval, "check every N tokens [32]", 1, INT32_MAX);
+    p.i32("--reasoning-loop-interventions", &g.interventions, "force-closes before stopping [1]", 1, INT32_MAX);
+}
+
+// Turns the parsed flags into the server's parameters (files read, names checked).
+void finish_options(ServeOptions& o) {
+    server::ServerParams& s = o.srv;
+    if (o.model.model.empty()) fail("no model given (use -m FILE)");
+    s.model_path = o.model.model;
+    s.api_keys = split_commas(o.api_key);
+    if (!o.api_key_file.empty()) {  // one key per line
+        std::string text = read_file(o.api_key_file);
+        for (char& c : text)
+            if (c == '\n' || c == '\r') c = ',';
+        for (const std::string& key : split_commas(text)) s.api_keys.push_back(key);
+    }
+    if (o.no_cont_batching) fail("-nocb/--no-cont-batching is not supported: Bee always batches continuously");
+    if (o.no_jinja) fail("--no-jinja is not supported: Bee renders every chat template with its Jinja interpreter");
+    s.slots = !o.no_slots;
+    s.cache_prompt = !o.no_cache_prompt;
+    s.sched.n_parallel = o.n_parallel < 0 ? 4 : o.n_parallel;
+    s.sched.kv_unified = o.kv_unified || (o.n_parallel < 0 && !o.no_kv_unified);
+    s.sched.n_batch = o.model.n_batch;
+    // llama.cpp snapshots sequences whose cache cannot be cut at any position (windowed SWA caches,
+    // recurrent state). Bee's cache keeps every cell of sliding-window layers (like --swa-full) and has
+    // no recurrent architectures, so any prefix is kept with seq_rm and checkpoints have nothing to do.
+    if (o.ctx_checkpoints != 32)
+        BEE_LOG_INFO("--ctx-checkpoints has no effect: every cached prefix can be reused without checkpoints");
+    s.sched.cache_ram_bytes = o.cache_ram_mib < 0 ? SIZE_MAX : (size_t)o.cache_ram_mib << 20;
+    if (!o.chat_template_file.empty()) {
+        s.chat_template = read_file(o.chat_template_file);
+    } else if (const char* builtin = chat::builtin_template(o.chat_template)) {
+        s.chat_template = builtin;
+    } else if (!o.chat_template.empty() && o.chat_template.find("{%") == std::string::npos &&
+               o.chat_template.find("{{") == std::string::npos) {
+        fail("--chat-template '%s': give Jinja source, a built-in name (%s), or --chat-template-file",
+             o.chat_template.c_str(), chat::builtin_template_names());
+    } else {
+        s.chat_template = o.chat_template;
+    }
+    if (!o.chat_template_kwargs.empty()) {
+        try {
+            s.chat_template_kwargs = chat::Json::parse(o.chat_template_kwargs);
+        } catch (const std::exception& e) {
+            fail("--chat-template-kwargs: not valid JSON: %s", e.what());
+        }
+        if (!s.chat_template_kwargs.is_object()) fail("--chat-template-kwargs must be a JSON object");
+    }
+    s.reasoning_format = server::parse_reasoning_format(o.reasoning_format, "--reasoning-format");
+    s.loop_guard.mode = chat::parse_loop_guard_mode(o.loop_guard, "--reasoning-loop-guard");
+    s.loop_guard.validate("--reasoning-loop-*");
+}
+
+}  // namespace
+
+int cmd_serve(int argc, char** argv) {
+    ServeOptions o;
+    ArgParser p("bee serve", "OpenAI-compatible HTTP server (llama-server flags).");
+    add_model_options(p, o.model);
+    add_sampling_options(p, o.srv.sampling);
+    add_server_options(p, o);
+    add_slot_options(p, o);
+    add_chat_options(p, o);
+    try {
+        if (!p.parse(argc, argv)) return 0;
+        finish_options(o);
+    } catch (const Error& e) {
+        fprintf(stderr, "error: %s\n", e.what());
+        return 2;
+    }
+    // SIGINT/SIGTERM are taken by sigwait below; every thread started from here inherits the mask.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+
+    server::ServerContext ctx;
+    ctx.params = o.srv;
+    ctx.created = (int64_t)time(nullptr);
+    try {
+        server::HttpServer http(ctx);
+        http.start();  // answers 503 "Loading model" until the model is ready
+        EngineParams ep = engine_params(o.model);
+        ep.n_seq_max = ctx.params.sched.n_parallel;
+        server::load_server_context(ctx, ep);
+        const server::ServerParams& s = ctx.params;
+        printf("listening on http://%s:%d\nchat page: http://%s:%d/\n", s.host.c_str(), s.port, s.host.c_str(), s.port);
+        fflush(stdout);
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        BEE_LOG_INFO("signal %d: shutting down", sig);
+        ctx.scheduler->shutdown();  // waiting handlers get their error and return
+        http.stop();
+        return 0;
+    } catch (const Error& e) {
+        fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
+}
+
+}  // namespace bee

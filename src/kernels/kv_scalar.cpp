@@ -1,0 +1,73 @@
+// kernels/kv_scalar: the portable KV head decoders of every KV storage type and the float dot / axpy of
+// the attention driver; the reference the AVX2 / AVX-512 tables are tested against, and the fallback
+// where they have no decoder.
+#include <cstring>
+
+#include "kernels/kernels_impl.h"
+#include "quant/quant.h"
+#include "quant/turbo.h"
+
+namespace bee::kv_scalar {
+
+namespace {
+
+float dot(const float* a, const float* b, int n) {
+    float s = 0;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+void axpy(float* acc, float p, const float* v, int n) {
+    for (int i = 0; i < n; i++) acc[i] += p * v[i];
+}
+
+// Float and legacy block types: the quant reference dequantizer.
+template <GgmlType T>
+void decode_dequant(const uint8_t* head, float* out, int n) {
+    static const QuantTraits* tr = quant_traits(T);
+    tr->dequantize_row(head, out, n);
+}
+
+// TurboQuant / TCQ: rotated-domain values, value[idx_j] · norm per group (no inverse rotation).
+template <GgmlType T>
+void decode_turbo(const uint8_t* head, float* out, int n) {
+    static const TurboFormat& f = *turbo_format(T);
+    static const size_t bytes = ggml_type_info(T).type_size;
+    for (int b = 0; b < n / f.group; b++) turbo_decode_group_rotated(f, head + b * bytes, out + b * f.group);
+}
+
+#define BEE_KV_DEQUANT(T) \
+    case GgmlType::T: return {decode_dequant<GgmlType::T>, 0, true}
+#define BEE_KV_TURBO(T) \
+    case GgmlType::T: return {decode_turbo<GgmlType::T>, turbo_format(GgmlType::T)->group, true}
+
+}  // namespace
+
+KvOps ops(GgmlType t) {
+    switch (t) {
+        case GgmlType::F32: return {nullptr, 0, true};  // read in place
+        BEE_KV_DEQUANT(F16);
+        BEE_KV_DEQUANT(BF16);
+        BEE_KV_DEQUANT(Q8_0);
+        BEE_KV_DEQUANT(Q4_0);
+        BEE_KV_DEQUANT(Q4_1);
+        BEE_KV_DEQUANT(Q5_0);
+        BEE_KV_DEQUANT(Q5_1);
+        BEE_KV_TURBO(TURBO2);
+        BEE_KV_TURBO(TURBO3);
+        BEE_KV_TURBO(TURBO4);
+        BEE_KV_TURBO(TURBO2_64);
+        BEE_KV_TURBO(TURBO3_64);
+        BEE_KV_TURBO(TURBO4_64);
+        BEE_KV_TURBO(TURBO2_TCQ);
+        BEE_KV_TURBO(TURBO3_TCQ);
+        default: return {};
+    }
+}
+
+#undef BEE_KV_DEQUANT
+#undef BEE_KV_TURBO
+
+AttnMath attn_math() { return {dot, axpy}; }
+
+}  // namespace bee::kv_scalar

@@ -1,0 +1,25 @@
+// kernels/x86/avx512_table: which AVX-512 kernel serves each type. Compiled without AVX-512 flags: it only
+// hands out pointers, which callers use after checking cpu_isa() >= Isa::avx512.
+#include "kernels/x86/avx512.h"
+
+namespace bee::avx512 {
+
+// gemm_legacy_avx512.cpp
+extern const GemmKernel kGemmQ4_0, kGemmQ4_1, kGemmQ5_0, kGemmQ5_1, kGemmQ8_0;
+// gemm_k_avx512.cpp
+extern const GemmKernel kGemmQ4_K, kGemmQ6_K;
+
+const GemmKernel* gemm_kernel(GgmlType wtype) {
+    switch (wtype) {
+        case GgmlType::Q4_0: return &kGemmQ4_0;
+        case GgmlType::Q4_1: return &kGemmQ4_1;
+        case GgmlType::Q5_0: return &kGemmQ5_0;
+        case GgmlType::Q5_1: return &kGemmQ5_1;
+        case GgmlType::Q8_0: return &kGemmQ8_0;
+        case GgmlType::Q4_K: return &kGemmQ4_K;
+        case GgmlType::Q6_K: return &kGemmQ6_K;
+        default: return nullptr;
+    }
+}
+
+}  // namespace bee::avx512

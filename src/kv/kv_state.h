@@ -1,0 +1,30 @@
+// kv/kv_state: one sequence's KV cells copied out of a KvCache into host memory and back, byte for
+// byte in the cache's own storage types (the server's RAM prompt cache keeps idle slots' KV this way).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_cache.h"
+
+namespace bee {
+
+struct SeqState {
+    std::vector<int32_t> pos;   // (n) positions, ascending
+    std::vector<uint8_t> k, v;  // (n_layer, n, k_row_bytes / v_row_bytes): rows in position order
+    int n_layer = 0;
+    size_t k_row_bytes = 0, v_row_bytes = 0;
+    GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;
+
+    int n_cells() const { return (int)pos.size(); }
+    size_t bytes() const { return k.size() + v.size() + pos.size() * sizeof(int32_t); }
+};
+
+// Copies the cells of `seq` whose position is below p1 (p1 < 0: all of them).
+SeqState seq_state_export(const KvCache& kv, int seq, int32_t p1 = -1);
+
+// Writes `st` into sequence `seq`, which must hold no cells. Returns false (and changes nothing) if the
+// cache has too few free cells. Throws Error if the state was taken from a cache of another layout
+// (layers, types, row sizes) or if `seq` is not empty.
+bool seq_state_import(KvCache& kv, int seq, const SeqState& st);
+
+}  // namespace bee

@@ -1,0 +1,62 @@
+// server/context: what every route handler shares — the server's parameters, the loaded model, the
+// engine and scheduler, the chat template — and whether loading has finished.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chat/loop_guard.h"
+#include "chat/template.h"
+#include "model/engine.h"
+#include "model/model.h"
+#include "sample/sampler.h"
+#include "server/scheduler.h"
+
+namespace bee::server {
+
+enum class ReasoningFormat { none, auto_, deepseek, deepseek_legacy };
+// "none" | "auto" | "deepseek" | "deepseek-legacy"; throws bee::Error naming `where` otherwise.
+ReasoningFormat parse_reasoning_format(const std::string& text, const char* where);
+
+struct ServerParams {
+    std::string host = "127.0.0.1";
+    int32_t port = 8080;
+    std::vector<std::string> api_keys;     // empty: no authentication
+    int32_t threads_http = -1;             // -1: max(n_parallel + 4, 64)
+    int32_t timeout_s = 600;               // read/write timeout per connection
+    size_t max_body_bytes = 16u << 20;     // larger request bodies get 413
+    bool metrics = false;                  // GET /metrics
+    bool slots = true;                     // GET /slots
+    std::string alias;                     // model name reported (default: the file name)
+    std::string model_path;
+    int32_t n_predict = -1;                // server-wide default max tokens
+    SamplingParams sampling;               // defaults for requests
+    bool cache_prompt = true;
+    int32_t n_cache_reuse = 0;             // --cache-reuse
+    SchedulerParams sched;
+    std::string chat_template;             // Jinja source overriding the model's (empty: the model's)
+    chat::Json chat_template_kwargs = chat::Json::object();
+    ReasoningFormat reasoning_format = ReasoningFormat::auto_;
+    int32_t reasoning_budget = -1;
+    std::string reasoning_budget_message;
+    chat::LoopGuardParams loop_guard;
+};
+
+struct ServerContext {
+    ServerParams params;
+    std::atomic<bool> ready{false};
+    std::unique_ptr<Model> model;
+    std::unique_ptr<Engine> engine;
+    std::unique_ptr<Scheduler> scheduler;
+    std::unique_ptr<chat::Template> tmpl;  // the model's, the flag's, or a built-in one
+    std::string tmpl_source;
+    std::string model_name;
+    int64_t created = 0;                   // unix seconds at start
+    std::atomic<uint64_t> next_task_id{1};
+
+    const Tokenizer& tokenizer() const { return model->tokenizer(); }
+};
+
+}  // namespace bee::server

@@ -1,0 +1,118 @@
+// server/http_util: errors, JSON body and field parsing, SSE framing.
+#include "server/http_util.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+namespace bee::server {
+
+void bad_request(const char* fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    throw HttpError(400, "invalid_request_error", buf);
+}
+
+Json error_json(int status, const std::string& type, const std::string& message, const Json& extra) {
+    Json e = {{"code", status}, {"message", message}, {"type", type}};
+    for (auto it = extra.begin(); it != extra.end(); ++it) e[it.key()] = it.value();
+    return Json{{"error", e}};
+}
+
+std::string dump_json(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+void send_json(httplib::Response& res, const Json& j, int status) {
+    res.status = status;
+    res.set_content(dump_json(j), "application/json; charset=utf-8");
+}
+
+void send_error(httplib::Response& res, const HttpError& e) {
+    send_json(res, error_json(e.status, e.type, e.what(), e.extra), e.status);
+}
+
+Json parse_body(const httplib::Request& req) {
+    Json j;
+    try {
+        j = Json::parse(req.body);
+    } catch (const std::exception& e) {
+        bad_request("the request body is not valid JSON: %s", e.what());
+    }
+    if (!j.is_object()) bad_request("the request body must be a JSON object");
+    return j;
+}
+
+static const Json* field(const Json& body, const char* key) {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null()) return nullptr;
+    return &*it;
+}
+
+bool get_bool(const Json& body, const char* key, bool def) {
+    const Json* v = field(body, key);
+    if (!v) return def;
+    if (!v->is_boolean()) bad_request("'%s' must be a boolean (true or false)", key);
+    return v->get<bool>();
+}
+
+int64_t get_int(const Json& body, const char* key, int64_t def, int64_t lo, int64_t hi) {
+    const Json* v = field(body, key);
+    if (!v) return def;
+    int64_t x;
+    if (v->is_number_integer()) {
+        x = v->get<int64_t>();
+    } else if (v->is_number_float() && v->get<double>() == (double)(int64_t)v->get<double>()) {
+        x = (int64_t)v->get<double>();  // 64.0 is accepted as 64, as JSON encoders sometimes write it
+    } else {
+        bad_request("'%s' must be an integer", key);
+    }
+    if (x < lo || x > hi)
+        bad_request("'%s' is %lld but must be in [%lld, %lld]", key, (long long)x, (long long)lo, (long long)hi);
+    return x;
+}
+
+double get_number(const Json& body, const char* key, double def) {
+    const Json* v = field(body, key);
+    if (!v) return def;
+    if (!v->is_number()) bad_request("'%s' must be a number", key);
+    return v->get<double>();
+}
+
+std::string get_string(const Json& body, const char* key, const std::string& def) {
+    const Json* v = field(body, key);
+    if (!v) return def;
+    if (!v->is_string()) bad_request("'%s' must be a string", key);
+    return v->get<std::string>();
+}
+
+bool peer_closed(const httplib::Request& req) {
+    if (req.local_port < 0 || req.remote_port < 0) return false;
+    for (const char* path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+        FILE* f = fopen(path, "r");
+        if (!f) continue;
+        char line[512];
+        bool closed = false;
+        while (fgets(line, sizeof line, f)) {
+            // "  sl: LOCALADDR:PORT REMADDR:PORT ST ..." with addresses and ports in hex
+            char local[64], remote[64];
+            unsigned state = 0;
+            if (sscanf(line, " %*d: %63s %63s %x", local, remote, &state) != 3) continue;
+            const char* lp = strrchr(local, ':');
+            const char* rp = strrchr(remote, ':');
+            if (!lp || !rp) continue;
+            if ((int)strtol(lp + 1, nullptr, 16) == req.local_port && (int)strtol(rp + 1, nullptr, 16) == req.remote_port) {
+                closed = state == 0x08;  // TCP_CLOSE_WAIT: the peer sent FIN
+                break;
+            }
+        }
+        fclose(f);
+        if (closed) return true;
+    }
+    return false;
+}
+
+std::string sse_data(const Json& j) { return "data: " + dump_json(j) + "\n\n"; }
+
+}  // namespace bee::server

@@ -1,0 +1,51 @@
+// server/http_util: the HTTP edge's shared pieces — the OpenAI-shaped error (HttpError and its JSON
+// body), JSON body parsing, typed field readers that turn a wrong type into a 400 naming the field,
+// and SSE framing.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace bee::server {
+
+using Json = nlohmann::ordered_json;
+
+// A request that cannot be served: status, OpenAI error type, message, and optional extra fields
+// (exceed_context_size_error adds n_prompt_tokens and n_ctx).
+struct HttpError : std::runtime_error {
+    HttpError(int status, std::string type, const std::string& message, Json extra = Json::object())
+        : std::runtime_error(message), status(status), type(std::move(type)), extra(std::move(extra)) {}
+    int status;
+    std::string type;
+    Json extra;
+};
+
+[[noreturn]] void bad_request(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// {"error":{"code","message","type",...extra}}
+Json error_json(int status, const std::string& type, const std::string& message, const Json& extra = Json::object());
+void send_error(httplib::Response& res, const HttpError& e);
+void send_json(httplib::Response& res, const Json& j, int status = 200);
+std::string dump_json(const Json& j);  // invalid UTF-8 becomes U+FFFD instead of throwing
+
+// The request body as a JSON object (400 if it is not valid JSON or not an object).
+Json parse_body(const httplib::Request& req);
+
+// Typed optional fields: the default when absent or null, 400 naming the field when of the wrong type.
+bool get_bool(const Json& body, const char* key, bool def);
+int64_t get_int(const Json& body, const char* key, int64_t def, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
+double get_number(const Json& body, const char* key, double def);
+std::string get_string(const Json& body, const char* key, const std::string& def);
+
+// True if the client of `req` has closed its side of the connection (Linux: the socket is in
+// CLOSE_WAIT in /proc/net/tcp{,6}). cpp-httplib 0.11 gives handlers no socket, and a non-streaming
+// handler writes nothing until the end, so this is how a waiting request notices its client left.
+bool peer_closed(const httplib::Request& req);
+
+// One server-sent event: "data: <json>\n\n".
+std::string sse_data(const Json& j);
+
+}  // namespace bee::server

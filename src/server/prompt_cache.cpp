@@ -1,0 +1,55 @@
+// server/prompt_cache: the RAM prompt cache (see the header).
+#include "server/prompt_cache.h"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+namespace bee::server {
+
+size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+    size_t n = 0;
+    while (n < a.size() && n < b.size() && a[n] == b[n]) n++;
+    return n;
+}
+
+void PromptCacheRam::save(std::vector<int32_t> tokens, SeqState state) {
+    Entry e;
+    e.hash = XXH3_64bits(tokens.data(), tokens.size() * sizeof(int32_t));
+    e.tokens = std::move(tokens);
+    e.state = std::move(state);
+    if (e.bytes() > limit_) return;
+    for (auto it = entries_.begin(); it != entries_.end();) {
+        const bool same = it->hash == e.hash && it->tokens == e.tokens;
+        const bool covered = it->tokens.size() <= e.tokens.size() && common_prefix(it->tokens, e.tokens) == it->tokens.size();
+        if (same || covered) {
+            bytes_ -= it->bytes();
+            it = entries_.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    bytes_ += e.bytes();
+    entries_.push_front(std::move(e));
+    while (bytes_ > limit_ && !entries_.empty()) {
+        bytes_ -= entries_.back().bytes();
+        entries_.pop_back();
+    }
+}
+
+const PromptCacheRam::Entry* PromptCacheRam::best(const std::vector<int32_t>& prompt, size_t min_prefix, size_t* prefix) {
+    auto best = entries_.end();
+    size_t best_n = min_prefix > 0 ? min_prefix - 1 : 0;
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        const size_t n = common_prefix(it->tokens, prompt);
+        if (n > best_n) {
+            best_n = n;
+            best = it;
+        }
+    }
+    if (best == entries_.end()) return nullptr;
+    entries_.splice(entries_.begin(), entries_, best);  // most recently used
+    *prefix = best_n;
+    return &entries_.front();
+}
+
+}  // namespace bee::server

@@ -1,0 +1,175 @@
+// server/request: generation fields and prompts, validated at the edge.
+#include "server/request.h"
+
+#include "base/error.h"
+
+namespace bee::server {
+
+namespace {
+
+std::vector<std::string> parse_stop(const Json& body) {
+    std::vector<std::string> out;
+    auto it = body.find("stop");
+    if (it == body.end() || it->is_null()) return out;
+    if (it->is_string()) {
+        out.push_back(it->get<std::string>());
+        return out;
+    }
+    if (!it->is_array()) bad_request("'stop' must be a string or an array of strings");
+    for (const Json& s : *it) {
+        if (!s.is_string()) bad_request("'stop' must be a string or an array of strings");
+        out.push_back(s.get<std::string>());
+    }
+    return out;
+}
+
+// n_predict > max_completion_tokens > max_tokens > the server's -n.
+int32_t parse_n_predict(const Json& body, const ServerContext& ctx) {
+    for (const char* key : {"n_predict", "max_completion_tokens", "max_tokens"}) {
+        auto it = body.find(key);
+        if (it != body.end() && !it->is_null()) return (int32_t)get_int(body, key, -1, -1, INT32_MAX);
+    }
+    return ctx.params.n_predict;
+}
+
+// Fields we know but do not implement: refuse them rather than silently ignore them.
+void refuse_unsupported(const Json& body, Api api) {
+    if (api != Api::native) {
+        if (get_bool(body, "echo", false)) bad_request("Only no echo is supported");
+        for (const char* key : {"best_of", "suffix"})
+            if (body.contains(key) && !body[key].is_null()) bad_request("Unsupported param: %s", key);
+    }
+    const int64_t n = get_int(body, "n", 1, 1, INT32_MAX);
+    if (n != 1 || get_int(body, "n_cmpl", 1, 1, INT32_MAX) != 1)
+        bad_request("only one choice per request is supported ('n' must be 1)");
+    for (const char* key : {"grammar", "json_schema"})
+        if (body.contains(key) && !body[key].is_null())
+            bad_request("'%s' (constrained sampling) is not supported by this server", key);
+    if (body.contains("response_format") && !body["response_format"].is_null()) {
+        const Json& rf = body["response_format"];
+        if (!rf.is_object() || rf.value("type", "") != "text")
+            bad_request("'response_format' other than {\"type\": \"text\"} is not supported by this server");
+    }
+}
+
+void parse_logprobs(const Json& body, Api api, GenParams& g) {
+    g.n_probs = (int32_t)get_int(body, "n_probs", 0, 0, 100);
+    auto lp = body.find("logprobs");
+    const bool has_lp = lp != body.end() && !lp->is_null();
+    if (api == Api::oai_completion) {  // OpenAI text completions: logprobs is the number of alternatives
+        if (has_lp) {
+            g.want_logprobs = true;
+            g.n_probs = (int32_t)get_int(body, "logprobs", 0, 0, 20);
+        }
+        return;
+    }
+    if (api == Api::oai_chat) {
+        const bool want = get_bool(body, "logprobs", false);
+        if (body.contains("top_logprobs") && !body["top_logprobs"].is_null() && !want)
+            bad_request("'top_logprobs' requires 'logprobs' to be true");
+        if (want) {
+            g.want_logprobs = true;
+            g.n_probs = (int32_t)get_int(body, "top_logprobs", 20, 0, 20);
+        }
+        return;
+    }
+    g.want_logprobs = g.n_probs > 0;
+}
+
+void parse_reasoning_overrides(const Json& body, const ServerContext& ctx, GenParams& g) {
+    g.reasoning_budget = ctx.params.reasoning_budget;
+    if (g.reasoning_budget < 0) g.reasoning_budget = (int32_t)get_int(body, "thinking_budget_tokens", -1, -1, INT32_MAX);
+    g.reasoning_budget_message = ctx.params.reasoning_budget_message;
+    chat::LoopGuardParams& lg = g.loop_guard;
+    lg = ctx.params.loop_guard;
+    if (body.contains("reasoning_loop_guard") && !body["reasoning_loop_guard"].is_null()) {
+        try {
+            lg.mode = chat::parse_loop_guard_mode(get_string(body, "reasoning_loop_guard", ""), "reasoning_loop_guard");
+        } catch (const Error& e) {
+            bad_request("%s", e.what());
+        }
+    }
+    struct {
+        const char* key;
+        int32_t* field;
+    } ints[] = {{"reasoning_loop_min_tokens", &lg.min_tokens},         {"reasoning_loop_window", &lg.window},
+                {"reasoning_loop_max_period", &lg.max_period},         {"reasoning_loop_min_coverage", &lg.min_coverage},
+                {"reasoning_loop_check_interval", &lg.check_interval}, {"reasoning_loop_interventions", &lg.interventions}};
+    for (auto& f : ints) *f.field = (int32_t)get_int(body, f.key, *f.field, INT32_MIN, INT32_MAX);
+    try {
+        lg.validate("request");
+    } catch (const Error& e) {
+        bad_request("%s", e.what());
+    }
+}
+
+}  // namespace
+
+GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) {
+    refuse_unsupported(body, api);
+    GenParams g;
+    SamplingParams& s = g.sampling;
+    s = ctx.params.sampling;
+    s.temp = (float)get_number(body, "temperature", s.temp);
+    s.top_k = (int32_t)get_int(body, "top_k", s.top_k, INT32_MIN, INT32_MAX);
+    s.top_p = (float)get_number(body, "top_p", s.top_p);
+    s.min_p = (float)get_number(body, "min_p", s.min_p);
+    s.repeat_penalty = (float)get_number(body, "repeat_penalty", s.repeat_penalty);
+    s.repeat_last_n = (int32_t)get_int(body, "repeat_last_n", s.repeat_last_n, -1, INT32_MAX);
+    s.presence_penalty = (float)get_number(body, "presence_penalty", s.presence_penalty);
+    s.frequency_penalty = (float)get_number(body, "frequency_penalty", s.frequency_penalty);
+    const int64_t seed = get_int(body, "seed", s.seed == 0xFFFFFFFFu ? -1 : (int64_t)s.seed);
+    s.seed = seed < 0 ? 0xFFFFFFFFu : (uint64_t)seed;
+    if (!(s.repeat_penalty > 0)) bad_request("'repeat_penalty' must be > 0");
+    if (s.temp < 0) s.temp = 0;  // llama.cpp treats negative temperature as greedy
+    g.n_predict = parse_n_predict(body, ctx);
+    g.stop = parse_stop(body);
+    g.ignore_eos = get_bool(body, "ignore_eos", false);
+    g.cache_prompt = get_bool(body, "cache_prompt", ctx.params.cache_prompt);
+    g.n_cache_reuse = (int32_t)get_int(body, "n_cache_reuse", ctx.params.n_cache_reuse, 0, INT32_MAX);
+    g.id_slot = (int32_t)get_int(body, "id_slot", -1, -1, ctx.scheduler->n_parallel() - 1);
+    parse_logprobs(body, api, g);
+    parse_reasoning_overrides(body, ctx, g);
+    return g;
+}
+
+std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok) {
+    std::vector<int32_t> out;
+    if (prompt.is_string()) return tok.encode(prompt.get<std::string>(), true, true);
+    if (!prompt.is_array() || prompt.empty())
+        bad_request("'prompt' must be a string, an array of token ids, or an array mixing both");
+    bool first = true;
+    for (const Json& p : prompt) {
+        if (p.is_string()) {
+            std::vector<int32_t> t = tok.encode(p.get<std::string>(), first, true);
+            out.insert(out.end(), t.begin(), t.end());
+        } else if (p.is_number_integer()) {
+            const int64_t id = p.get<int64_t>();
+            if (id < 0 || id >= tok.n_vocab()) bad_request("token id %lld in 'prompt' is out of range [0, %d)", (long long)id, tok.n_vocab());
+            out.push_back((int32_t)id);
+        } else if (p.is_array()) {
+            bad_request("several prompts in one request are not supported; send one request per prompt");
+        } else {
+            bad_request("'prompt' array elements must be strings or token ids");
+        }
+        first = false;
+    }
+    return out;
+}
+
+std::shared_ptr<Task> make_task(ServerContext& ctx, std::vector<int32_t> prompt, GenParams params) {
+    if (prompt.empty()) bad_request("the prompt is empty");
+    const int32_t n_ctx = ctx.scheduler->n_ctx_slot();
+    if ((int64_t)prompt.size() >= n_ctx)
+        throw HttpError(400, "exceed_context_size_error",
+                        strfmt("request (%zu tokens) exceeds the available context size (%d tokens), try increasing it",
+                               prompt.size(), n_ctx),
+                        Json{{"n_prompt_tokens", prompt.size()}, {"n_ctx", n_ctx}});
+    auto t = std::make_shared<Task>();
+    t->id = ctx.next_task_id++;
+    t->prompt = std::move(prompt);
+    t->params = std::move(params);
+    return t;
+}
+
+}  // namespace bee::server

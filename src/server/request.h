@@ -1,0 +1,27 @@
+// server/request: turns the JSON fields shared by every generation endpoint into a typed Task —
+// sampling fields, n_predict / max_completion_tokens / max_tokens precedence, stop strings, logprobs,
+// slot and cache options, reasoning overrides — and the prompt (text, token ids or a mix) into tokens.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/context.h"
+#include "server/http_util.h"
+#include "server/task.h"
+
+namespace bee::server {
+
+enum class Api { native, oai_completion, oai_chat };
+
+// Validates and reads the generation fields of `body` (400 on a bad field).
+GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api);
+
+// A prompt: a string, an array of token ids, or an array mixing strings and ids. BOS is added as the
+// vocabulary asks; special-token text is parsed (as llama-server does).
+std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok);
+
+// Builds the task; refuses (exceed_context_size_error) a prompt that does not fit the slot context.
+std::shared_ptr<Task> make_task(ServerContext& ctx, std::vector<int32_t> prompt, GenParams params);
+
+}  // namespace bee::server

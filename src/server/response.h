@@ -1,0 +1,52 @@
+// server/response: what the generation endpoints share on the way out — waiting for a task's result,
+// the llama-server `timings` object, finish reasons, logprobs in OpenAI and native shapes, and the SSE
+// driver that streams a task's events through a per-endpoint formatter.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/context.h"
+#include "server/http_util.h"
+#include "server/task.h"
+
+namespace bee::server {
+
+// A finished task's whole output (non-streaming requests).
+struct TaskResult {
+    std::string content, reasoning;
+    std::vector<TokenInfo> tokens;
+    FinishInfo finish;
+};
+
+// Submits the task and waits for its end; throws HttpError if it ended with an error. If the client
+// of `req` hangs up meanwhile, the task is cancelled.
+TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::shared_ptr<Task>& task);
+
+Json timings_json(const FinishInfo& f);
+Json usage_json(const FinishInfo& f);
+// "stop" (end of generation or stop string) or "length" (token limit or context full).
+const char* finish_reason(const FinishInfo& f);
+const char* stop_type_name(StopType t);
+
+// OpenAI chat logprobs: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}].
+Json oai_logprobs_content(const std::vector<TokenInfo>& tokens, const Tokenizer& tok);
+// Native /completion: [{id, token, bytes, logprob, top_logprobs: [{id, token, bytes, logprob}]}].
+Json native_probs(const std::vector<TokenInfo>& tokens, const Tokenizer& tok);
+
+// Turns task events into SSE payloads for one endpoint.
+struct StreamFormat {
+    std::function<std::vector<Json>()> start;                        // sent before any token
+    std::function<std::vector<Json>(const TaskEvent&)> delta;        // per delta event
+    std::function<std::vector<Json>(const FinishInfo&)> done;        // at the end
+    bool done_sentinel = true;                                       // "data: [DONE]" (OpenAI routes)
+};
+
+// Submits the task and streams it. A failed write (client gone) cancels the task.
+void stream_task(ServerContext& ctx, httplib::Response& res, std::shared_ptr<Task> task, StreamFormat fmt);
+
+// "chatcmpl-" / "cmpl-" followed by random hex.
+std::string random_id(const char* prefix);
+
+}  // namespace bee::server

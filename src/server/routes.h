@@ -1,0 +1,19 @@
+// server/routes: one registration function per endpoint group (one .cpp each).
+#pragma once
+#include <httplib.h>
+
+#include "server/context.h"
+
+namespace bee::server {
+
+void register_completion_routes(httplib::Server& svr, ServerContext& ctx);  // /completion, /v1/completions
+void register_chat_routes(httplib::Server& svr, ServerContext& ctx);        // /v1/chat/completions
+void register_info_routes(httplib::Server& svr, ServerContext& ctx);        // /health /v1/models /props /slots
+void register_tokenize_routes(httplib::Server& svr, ServerContext& ctx);    // /tokenize /detokenize /apply-template
+void register_metrics_routes(httplib::Server& svr, ServerContext& ctx);     // /metrics
+void register_page_routes(httplib::Server& svr, ServerContext& ctx);        // / (chat page)
+
+// Wraps a handler: HttpError becomes its JSON error, any other exception a 500 — never a crash.
+httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn);
+
+}  // namespace bee::server

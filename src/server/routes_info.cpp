@@ -1,0 +1,80 @@
+// server/routes_info: /health, /v1/models, /props and /slots — the server describing itself.
+#include "server/http_util.h"
+#include "server/routes.h"
+
+namespace bee::server {
+
+namespace {
+
+Json model_list(const ServerContext& ctx) {
+    const HParams& hp = ctx.model->hparams();
+    const Tokenizer& tok = ctx.tokenizer();
+    Json meta = {{"vocab_type", std::string(tok.model_name()) == "llama" ? 1 : 2},
+                 {"n_vocab", tok.n_vocab()},
+                 {"n_ctx_train", hp.n_ctx_train},
+                 {"n_embd", hp.n_embd},
+                 {"size", ctx.model->weight_bytes()}};
+    Json m = {{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created}, {"owned_by", "bee"}, {"meta", meta}};
+    return Json{{"object", "list"}, {"data", Json::array({m})}};
+}
+
+Json default_settings(const ServerContext& ctx) {
+    const SamplingParams& s = ctx.params.sampling;
+    return Json{{"n_ctx", ctx.scheduler->n_ctx_slot()},
+                {"params",
+                 {{"n_predict", ctx.params.n_predict}, {"temperature", s.temp}, {"top_k", s.top_k}, {"top_p", s.top_p},
+                  {"min_p", s.min_p}, {"repeat_penalty", s.repeat_penalty}, {"repeat_last_n", s.repeat_last_n},
+                  {"presence_penalty", s.presence_penalty}, {"frequency_penalty", s.frequency_penalty},
+                  {"seed", s.seed}, {"cache_prompt", ctx.params.cache_prompt}}}};
+}
+
+Json slots_json(const ServerContext& ctx) {
+    Json out = Json::array();
+    for (const SlotSnapshot& s : ctx.scheduler->slots())
+        out.push_back({{"id", s.id},
+                       {"id_task", s.processing ? (int64_t)s.task_id : -1},
+                       {"n_ctx", s.n_ctx},
+                       {"is_processing", s.processing},
+                       {"is_prefilling", s.prefilling},
+                       {"n_cached_tokens", s.n_cached},
+                       {"n_prompt_tokens", s.n_prompt},
+                       {"n_decoded", s.n_predicted}});
+    return out;
+}
+
+}  // namespace
+
+void register_info_routes(httplib::Server& svr, ServerContext& ctx) {
+    auto health = guarded([](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
+    svr.Get("/health", health);
+    svr.Get("/v1/health", health);
+    auto models = guarded([&ctx](const httplib::Request&, httplib::Response& res) { send_json(res, model_list(ctx)); });
+    svr.Get("/models", models);
+    svr.Get("/v1/models", models);
+    svr.Get("/props", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
+        Json caps = {{"supports_thinking", ctx.tmpl_source.find("<think>") != std::string::npos},
+                     {"supports_tools", ctx.tmpl_source.find("tools") != std::string::npos}};
+        send_json(res, {{"default_generation_settings", default_settings(ctx)},
+                        {"total_slots", ctx.scheduler->n_parallel()},
+                        {"model_path", ctx.params.model_path},
+                        {"model_alias", ctx.model_name},
+                        {"chat_template", ctx.tmpl_source},
+                        {"chat_template_caps", caps},
+                        {"modalities", {{"vision", false}, {"audio", false}}},
+                        {"build_info", "bee"},
+                        {"is_sleeping", false}});
+    }));
+    svr.Get("/slots", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
+        if (!ctx.params.slots)
+            throw HttpError(501, "not_supported_error", "This server does not support slots endpoint. Start it without `--no-slots`");
+        Json slots = slots_json(ctx);
+        if (req.get_param_value("fail_on_no_slot") == "1") {
+            bool any_idle = false;
+            for (const Json& s : slots) any_idle |= !s["is_processing"].get<bool>();
+            if (!any_idle) throw HttpError(503, "unavailable_error", "no slot available");
+        }
+        send_json(res, slots);
+    }));
+}
+
+}  // namespace bee::server

@@ -1,0 +1,352 @@
+// server/scheduler: slot assignment, batch building, decode, sampling — all on one thread.
+#include "server/scheduler.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "base/timer.h"
+#include "kv/kv_state.h"
+
+namespace bee::server {
+
+Scheduler::Scheduler(Engine& engine, const SchedulerParams& params) : eng_(engine), params_(params) {
+    if (params_.n_parallel < 1 || params_.n_parallel > engine.params().n_seq_max)
+        fail("scheduler: %d slots but the engine has %d sequences", params_.n_parallel, engine.params().n_seq_max);
+    const int n_ctx = engine.params().n_ctx;
+    n_ctx_slot_ = params_.kv_unified ? n_ctx : n_ctx / params_.n_parallel;
+    if (n_ctx_slot_ < 2)
+        fail("context %d split over %d slots leaves %d tokens per slot (raise -c or lower -np)", n_ctx,
+             params_.n_parallel, n_ctx_slot_);
+    const int32_t n_vocab = engine.model().hparams().n_vocab;
+    for (int i = 0; i < params_.n_parallel; i++) slots_.emplace_back(i, engine.model().tokenizer(), n_vocab);
+    if (params_.cache_ram_bytes > 0) ram_ = std::make_unique<PromptCacheRam>(params_.cache_ram_bytes);
+    publish();
+    thread_ = std::thread([this] { run(); });
+}
+
+Scheduler::~Scheduler() { shutdown(); }
+
+static void fail_task(Task& t, int status = 503, const char* type = "unavailable_error",
+                      const std::string& message = "the server is shutting down") {
+    TaskEvent ev;
+    ev.kind = TaskEvent::error;
+    ev.http_status = status;
+    ev.error_type = type;
+    ev.error_message = message;
+    t.channel->push(std::move(ev));
+}
+
+void Scheduler::shutdown() {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stop_) return;
+        stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    for (Slot& s : slots_)
+        if (!s.idle()) s.fail(503, "unavailable_error", "the server is shutting down");
+    for (auto& t : waiting_) fail_task(*t);
+    waiting_.clear();
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& t : incoming_) fail_task(*t);
+    incoming_.clear();
+}
+
+void Scheduler::submit(std::shared_ptr<Task> task) {
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stop_) {
+            fail_task(*task);
+            return;
+        }
+        incoming_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+}
+
+std::vector<SlotSnapshot> Scheduler::slots() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return snapshot_;
+}
+
+SchedulerMetrics Scheduler::metrics(bool reset_bucket) {
+    std::lock_guard<std::mutex> lk(mu_);
+    SchedulerMetrics m = metrics_;
+    if (reset_bucket) {
+        metrics_.bucket_prompt_tokens = metrics_.bucket_predicted_tokens = 0;
+        metrics_.bucket_prompt_seconds = metrics_.bucket_predicted_seconds = 0;
+    }
+    return m;
+}
+
+void Scheduler::run() {
+    for (;;) {
+        {
+            std::unique_lock<std::mutex> lk(mu_);
+            const bool busy = !waiting_.empty() ||
+                              std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.idle(); });
+            if (!busy) cv_.wait(lk, [&] { return stop_ || !incoming_.empty(); });
+            if (stop_) return;
+            for (auto& t : incoming_) waiting_.push_back(std::move(t));
+            incoming_.clear();
+        }
+        const double now = time_ms();
+        // A client that went away frees its slot at the next step boundary.
+        for (Slot& s : slots_)
+            if (!s.idle() && s.task()->channel->cancelled()) s.cancel();
+        admit(now);
+        if (build_batch()) decode_step();
+        publish();
+    }
+}
+
+// Pinned slot if asked (and idle); else the idle slot whose cache shares the largest part of the prompt
+// (at least slot_prompt_similarity of it); else the least recently used idle slot. -1: all busy.
+int Scheduler::pick_slot(const Task& t) const {
+    if (t.params.id_slot >= 0) return slots_[t.params.id_slot].idle() ? t.params.id_slot : -1;
+    int best = -1;
+    double best_sim = params_.slot_prompt_similarity;
+    if (t.params.cache_prompt) {
+        for (const Slot& s : slots_) {
+            if (!s.idle()) continue;
+            const double sim = (double)common_prefix(s.cache, t.prompt) / (double)t.prompt.size();
+            if (sim > best_sim) {
+                best_sim = sim;
+                best = s.id();
+            }
+        }
+    }
+    if (best >= 0) return best;
+    for (const Slot& s : slots_)
+        if (s.idle() && (best < 0 || s.t_last_used < slots_[best].t_last_used)) best = s.id();
+    return best;
+}
+
+void Scheduler::admit(double now) {
+    for (auto it = waiting_.begin(); it != waiting_.end();) {
+        if ((*it)->channel->cancelled()) {
+            it = waiting_.erase(it);
+            continue;
+        }
+        const int si = pick_slot(**it);
+        if (si < 0) {
+            ++it;
+            continue;
+        }
+        std::shared_ptr<Task> task = std::move(*it);
+        it = waiting_.erase(it);
+        try {
+            start_on_slot(slots_[si], task, now);
+        } catch (const std::exception& e) {  // e.g. sampling parameters the sampler refuses
+            slots_[si].cancel();
+            fail_task(*task, 400, "invalid_request_error", e.what());
+        }
+    }
+}
+
+// Keeps the longest cached prefix (cache_prompt), dropping the rest of the slot's KV sequence. At least
+// one prompt token is always evaluated again, so the first sample has fresh logits.
+void Scheduler::start_on_slot(Slot& s, std::shared_ptr<Task> t, double now) {
+    size_t keep = 0;
+    if (t->params.cache_prompt) {
+        keep = common_prefix(s.cache, t->prompt);
+        if (ram_) keep = restore_from_ram(s, t->prompt, keep);
+        if (t->params.n_cache_reuse > 0) keep = reuse_chunks(s, t->prompt, keep, t->params.n_cache_reuse);
+    }
+    keep = std::min(keep, t->prompt.size() - 1);
+    eng_.kv().seq_rm(s.id(), (int32_t)keep, -1);
+    s.cache.resize(keep);
+    s.t_last_used = now;
+    BEE_LOG_DEBUG("slot %d: task %llu, prompt %zu tokens, %zu cached", s.id(), (unsigned long long)t->id,
+                  t->prompt.size(), keep);
+    s.start(std::move(t), (int32_t)keep, now);
+}
+
+// --cache-ram: before most of a slot's cache is dropped for a new prompt, its tokens and KV go to the
+// RAM store; then if a stored entry shares a longer prefix with the new prompt than the slot does, that
+// entry's KV replaces the slot's. Returns the number of prompt tokens now in the cache.
+size_t Scheduler::restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, size_t n_past) {
+    constexpr size_t kMinTokens = 32;  // smaller caches are cheaper to recompute than to store
+    KvCache& kv = eng_.kv();
+    if (s.cache.size() >= kMinTokens && n_past < s.cache.size() / 2)
+        ram_->save(s.cache, seq_state_export(kv, s.id(), (int32_t)s.cache.size()));
+    size_t n = 0;
+    const PromptCacheRam::Entry* e = ram_->best(prompt, std::max(n_past + 1, kMinTokens), &n);
+    if (!e) return n_past;
+    kv.seq_rm(s.id(), 0, -1);
+    s.cache.clear();
+    if (!seq_state_import(kv, s.id(), e->state)) {  // unified KV without room: recompute instead
+        BEE_LOG_WARN("slot %d: no room to restore %zu cached tokens from RAM", s.id(), e->tokens.size());
+        return 0;
+    }
+    s.cache = e->tokens;
+    BEE_LOG_DEBUG("slot %d: restored %zu tokens from the RAM cache (%zu entries, %.1f MiB)", s.id(), n, ram_->size(),
+                  ram_->bytes() / 1048576.0);
+    return n;
+}
+
+// --cache-reuse: after the common prefix, chunks of the old cache that reappear later in the prompt
+// (in the same order, at least min_chunk tokens long) are moved down to their new positions with a KV
+// position shift (the engine re-rotates their keys) instead of being computed again. Cache index ==
+// position throughout: the gap between the prompt head and the cache head is removed before each move.
+// Returns the number of prompt tokens now in the cache.
+size_t Scheduler::reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size_t n_past, int32_t min_chunk) {
+    KvCache& kv = eng_.kv();
+    size_t head_c = n_past, head_p = n_past;
+    while (head_c < s.cache.size() && head_p < prompt.size()) {
+        size_t n = 0;
+        while (head_c + n < s.cache.size() && head_p + n < prompt.size() && s.cache[head_c + n] == prompt[head_p + n]) n++;
+        if (n < (size_t)min_chunk) {
+            head_c++;
+            continue;
+        }
+        const int32_t shift = (int32_t)head_p - (int32_t)head_c;
+        try {
+            kv.seq_rm(s.id(), (int32_t)head_p, (int32_t)head_c);
+            kv.seq_shift(s.id(), (int32_t)head_c, (int32_t)(head_c + n), shift);
+        } catch (const Error& e) {  // e.g. shared cells: fall back to recomputing from here
+            BEE_LOG_WARN("slot %d: cache reuse stopped: %s", s.id(), e.what());
+            break;
+        }
+        for (size_t i = 0; i < n; i++) s.cache[head_p + i] = s.cache[head_c + i];
+        BEE_LOG_DEBUG("slot %d: reused %zu cached tokens from position %zu at %zu", s.id(), n, head_c, head_p);
+        head_c += n;
+        head_p += n;
+        n_past = head_p;
+    }
+    return n_past;  // the caller drops the leftovers past n_past (seq_rm + resize)
+}
+
+// With a unified KV cache the slots share cells: make room by dropping idle slots' caches, and if the
+// generating slots alone no longer fit, end the newest ones with llama.cpp's error.
+void Scheduler::make_room(int rows_needed) {
+    KvCache& kv = eng_.kv();
+    auto free_cells = [&] { return kv.n_cells() - kv.n_used(); };
+    for (Slot& s : slots_) {
+        if (free_cells() >= rows_needed) return;
+        if (s.idle() && !s.cache.empty()) {
+            kv.seq_rm(s.id(), 0, -1);
+            s.cache.clear();
+        }
+    }
+}
+
+bool Scheduler::build_batch() {
+    batch_.clear();
+    int n_out = 0;
+    for (Slot& s : slots_) {
+        s.step_rows = 0;
+        if (s.state() != Slot::State::generate) continue;
+        s.step_row0 = batch_.size();
+        s.step_out0 = n_out++;
+        s.step_rows = 1;
+        batch_.add(s.last_token(), (int32_t)s.cache.size(), s.id(), true);
+    }
+    if (params_.kv_unified) {
+        make_room(batch_.size());
+        const int free_cells = eng_.kv().n_cells() - eng_.kv().n_used();
+        if (batch_.size() > free_cells) {
+            for (Slot& s : slots_)
+                if (s.step_rows > 0) s.fail(500, "server_error", "Context size has been exceeded.");
+            return false;
+        }
+    }
+    // Prefill chunks, oldest task first, in what is left of the logical batch (and, unified, of the cache).
+    int budget = params_.n_batch - batch_.size();
+    if (params_.kv_unified) {
+        make_room(batch_.size() + std::min(budget, 64));
+        budget = std::min(budget, eng_.kv().n_cells() - eng_.kv().n_used() - batch_.size());
+    }
+    std::vector<Slot*> pre;
+    for (Slot& s : slots_)
+        if (s.state() == Slot::State::prefill) pre.push_back(&s);
+    std::sort(pre.begin(), pre.end(), [](Slot* a, Slot* b) { return a->task()->id < b->task()->id; });
+    for (Slot* s : pre) {
+        const int n = std::min(budget, s->prompt_left());
+        if (n <= 0) break;
+        s->step_row0 = batch_.size();
+        s->step_rows = n;
+        const int32_t p0 = (int32_t)s->cache.size();
+        const bool last_chunk = n == s->prompt_left();
+        for (int i = 0; i < n; i++) batch_.add(s->task()->prompt[p0 + i], p0 + i, s->id(), last_chunk && i == n - 1);
+        s->step_out0 = last_chunk ? n_out++ : -1;
+        budget -= n;
+    }
+    return batch_.size() > 0;
+}
+
+void Scheduler::decode_step() {
+    int n_busy = 0;
+    for (const Slot& s : slots_) n_busy += s.step_rows > 0;
+    try {
+        eng_.decode(batch_, out_);
+    } catch (const std::exception& e) {
+        // The engine left the cache as it was; the slots in this batch cannot continue.
+        BEE_LOG_ERROR("decode failed: %s", e.what());
+        for (Slot& s : slots_)
+            if (s.step_rows > 0) s.fail(500, "server_error", e.what());
+        return;
+    }
+    const double now = time_ms();
+    {
+        std::lock_guard<std::mutex> lk(mu_);
+        metrics_.n_decode_total++;
+        metrics_.n_busy_slots_total += n_busy;
+    }
+    for (Slot& s : slots_) {
+        if (s.step_rows == 0) continue;
+        for (int i = 0; i < s.step_rows; i++) s.cache.push_back(batch_.token[s.step_row0 + i]);
+        s.t_last_used = now;
+        bool ended = false;
+        if (s.state() == Slot::State::prefill) {
+            if (s.prompt_left() > 0) continue;
+            ended = s.prompt_done(now);
+        }
+        if (!ended) ended = s.sample(out_.logits_at(s.step_out0), n_ctx_slot_, now);
+        if (ended) on_finished(s);
+    }
+}
+
+void Scheduler::on_finished(const Slot& s) {
+    const FinishInfo& f = s.finish_info();
+    std::lock_guard<std::mutex> lk(mu_);
+    const uint64_t n_prompt = (uint64_t)(f.n_prompt - f.n_cached);
+    metrics_.prompt_tokens_total += n_prompt;
+    metrics_.prompt_seconds_total += f.prompt_ms / 1000.0;
+    metrics_.tokens_predicted_total += (uint64_t)f.n_predicted;
+    metrics_.tokens_predicted_seconds_total += f.predicted_ms / 1000.0;
+    metrics_.bucket_prompt_tokens += n_prompt;
+    metrics_.bucket_prompt_seconds += f.prompt_ms / 1000.0;
+    metrics_.bucket_predicted_tokens += (uint64_t)f.n_predicted;
+    metrics_.bucket_predicted_seconds += f.predicted_ms / 1000.0;
+}
+
+void Scheduler::publish() {
+    std::vector<SlotSnapshot> snap;
+    uint64_t processing = 0, max_tokens = 0;
+    for (const Slot& s : slots_) {
+        SlotSnapshot v;
+        v.id = s.id();
+        v.processing = !s.idle();
+        v.prefilling = s.state() == Slot::State::prefill;
+        v.n_ctx = n_ctx_slot_;
+        v.n_cached = (int32_t)s.cache.size();
+        if (v.processing) {
+            v.task_id = s.task()->id;
+            v.n_prompt = (int32_t)s.task()->prompt.size();
+            v.n_predicted = s.n_predicted();
+        }
+        processing += v.processing;
+        max_tokens = std::max<uint64_t>(max_tokens, s.cache.size());
+        snap.push_back(v);
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    snapshot_ = std::move(snap);
+    metrics_.requests_processing = processing;
+    metrics_.requests_deferred = waiting_.size();
+    metrics_.n_tokens_max = std::max(metrics_.n_tokens_max, max_tokens);
+}
+
+}  // namespace bee::server

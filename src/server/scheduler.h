@@ -1,0 +1,102 @@
+// server/scheduler: the one inference thread. Tasks wait in a queue, are given a slot (pinned, best
+// cached-prefix match, or least recently used), and every step builds ONE batch from all busy slots —
+// one decode row per generating slot plus prefill chunks of new prompts, within the logical batch size —
+// decodes it and samples each slot's next token (continuous batching).
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "model/engine.h"
+#include "server/prompt_cache.h"
+#include "server/slot.h"
+#include "server/task.h"
+
+namespace bee::server {
+
+struct SchedulerParams {
+    int32_t n_parallel = 4;         // slots = KV sequences 0..n_parallel-1
+    bool kv_unified = false;        // every slot may use the whole context (shared cells)
+    int32_t n_batch = 2048;         // rows per step (the engine splits them into ubatches)
+    float slot_prompt_similarity = 0.10f;  // min cached-prefix share of the prompt to prefer a slot
+    size_t cache_ram_bytes = 0;     // --cache-ram: host-RAM prompt cache size (0: off)
+};
+
+// Counters for /metrics (llama.cpp names in server/routes_metrics.cpp).
+struct SchedulerMetrics {
+    uint64_t prompt_tokens_total = 0;     // prompt tokens evaluated (cache hits excluded)
+    double prompt_seconds_total = 0;
+    uint64_t tokens_predicted_total = 0;
+    double tokens_predicted_seconds_total = 0;
+    uint64_t n_decode_total = 0;          // engine decode calls
+    uint64_t n_busy_slots_total = 0;      // busy slots summed over decode calls
+    uint64_t n_tokens_max = 0;            // largest sequence length seen
+    uint64_t requests_processing = 0;     // gauges
+    uint64_t requests_deferred = 0;
+    // Since the previous metrics() call (for the throughput gauges).
+    uint64_t bucket_prompt_tokens = 0, bucket_predicted_tokens = 0;
+    double bucket_prompt_seconds = 0, bucket_predicted_seconds = 0;
+};
+
+struct SlotSnapshot {
+    int id = 0;
+    bool processing = false;
+    bool prefilling = false;
+    uint64_t task_id = 0;
+    int32_t n_ctx = 0;
+    int32_t n_cached = 0;     // tokens in the slot's KV sequence
+    int32_t n_prompt = 0;
+    int32_t n_predicted = 0;
+};
+
+class Scheduler {
+public:
+    // Starts the inference thread. The engine must have n_seq_max >= n_parallel.
+    Scheduler(Engine& engine, const SchedulerParams& params);
+    ~Scheduler();  // shutdown()
+    // Stops the inference thread; unfinished and later tasks get a 503 error event.
+    void shutdown();
+
+    void submit(std::shared_ptr<Task> task);
+    int32_t n_ctx_slot() const { return n_ctx_slot_; }
+    int32_t n_parallel() const { return params_.n_parallel; }
+    std::vector<SlotSnapshot> slots() const;
+    // A copy of the counters; `reset_bucket` starts a new throughput bucket.
+    SchedulerMetrics metrics(bool reset_bucket);
+
+private:
+    void run();
+    void admit(double now);
+    int pick_slot(const Task& t) const;
+    void start_on_slot(Slot& s, std::shared_ptr<Task> t, double now);
+    size_t restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, size_t n_past);
+    size_t reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size_t n_past, int32_t min_chunk);
+    bool build_batch();
+    void make_room(int rows_needed);
+    void decode_step();
+    void on_finished(const Slot& s);
+    void publish();
+
+    Engine& eng_;
+    SchedulerParams params_;
+    int32_t n_ctx_slot_ = 0;
+    std::vector<Slot> slots_;
+    std::unique_ptr<PromptCacheRam> ram_;  // null without --cache-ram
+    std::deque<std::shared_ptr<Task>> waiting_;  // scheduler thread only
+    Batch batch_;
+    DecodeOutput out_;
+
+    mutable std::mutex mu_;  // guards incoming_, stop_, snapshot_, metrics_
+    std::condition_variable cv_;
+    std::deque<std::shared_ptr<Task>> incoming_;
+    bool stop_ = false;
+    std::vector<SlotSnapshot> snapshot_;
+    SchedulerMetrics metrics_;
+    std::thread thread_;
+};
+
+}  // namespace bee::server

@@ -1,0 +1,199 @@
+// server/slot: per-task sampling and output for one scheduler slot.
+#include "server/slot.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace bee::server {
+
+void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
+    task_ = std::move(task);
+    const GenParams& gp = task_->params;
+    sampler_ = std::make_unique<Sampler>(gp.sampling, n_vocab_);
+    for (int32_t t : task_->prompt) sampler_->accept(t);  // penalties see the prompt, as in llama.cpp
+    decoder_ = std::make_unique<StreamDecoder>(tok_);
+    output_ = std::make_unique<TextOutput>(gp.stop, gp.reasoning, gp.think_open, gp.think_close,
+                                           gp.starts_in_reasoning);
+    guard_.reset();
+    if (gp.reasoning && gp.loop_guard.mode != chat::LoopGuardMode::Off)
+        guard_ = std::make_unique<chat::LoopGuard>(gp.loop_guard);
+    forced_.clear();
+    fin_ = FinishInfo{};
+    fin_.id_slot = id_;
+    fin_.n_prompt = (int32_t)task_->prompt.size();
+    fin_.n_cached = n_cached;
+    n_predicted_ = 0;
+    last_ = -1;
+    t_start_ = now_ms;
+    t_prompt_end_ = now_ms;
+    if (gp.reasoning && gp.starts_in_reasoning && gp.reasoning_budget == 0) queue_close_reasoning();
+    state_ = State::prefill;  // last: if anything above throws, the slot stays idle
+}
+
+bool Slot::prompt_done(double now_ms) {
+    state_ = State::generate;
+    t_prompt_end_ = now_ms;
+    fin_.prompt_ms = now_ms - t_start_;
+    if (task_->params.n_predict == 0) {
+        finish(StopType::limit, now_ms);
+        return true;
+    }
+    return false;
+}
+
+// log-softmax of the raw logits (the model's distribution before the sampler chain, as llama.cpp
+// reports by default), the chosen token's logprob and the n_probs most likely alternatives.
+TokenInfo Slot::token_info(const float* logits, int32_t id) const {
+    TokenInfo info;
+    info.id = id;
+    const GenParams& gp = task_->params;
+    if (!gp.want_logprobs && gp.n_probs <= 0) return info;
+    float mx = -INFINITY;
+    for (int32_t i = 0; i < n_vocab_; i++) mx = std::max(mx, logits[i]);
+    double sum = 0;
+    for (int32_t i = 0; i < n_vocab_; i++) sum += std::exp((double)logits[i] - mx);
+    const float lse = mx + (float)std::log(sum);
+    info.logprob = logits[id] - lse;
+    if (gp.n_probs > 0) {
+        std::vector<int32_t> idx(n_vocab_);
+        for (int32_t i = 0; i < n_vocab_; i++) idx[i] = i;
+        const int32_t k = std::min(gp.n_probs, n_vocab_);
+        std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int32_t a, int32_t b) {
+            return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+        });
+        for (int32_t i = 0; i < k; i++) info.top.push_back({idx[i], logits[idx[i]] - lse});
+    }
+    return info;
+}
+
+bool Slot::sample(const float* logits, int32_t n_ctx_slot, double now_ms) {
+    int32_t id;
+    const bool forced = !forced_.empty();
+    if (forced) {
+        id = forced_.front();
+        forced_.pop_front();
+    } else {
+        id = sampler_->sample(logits);
+    }
+    sampler_->accept(id);
+    last_ = id;
+    if (accept(id, forced, token_info(logits, id), now_ms)) return true;
+    // The sampled token needs a cell of its own at position cache.size() when it is decoded.
+    if ((int32_t)cache.size() >= n_ctx_slot) {
+        fin_.truncated = true;
+        finish(StopType::limit, now_ms);
+        return true;
+    }
+    return false;
+}
+
+// Emits one token's text and applies every stop condition; returns true if the task ended.
+bool Slot::accept(int32_t id, bool forced, TokenInfo info, double now_ms) {
+    const GenParams& gp = task_->params;
+    n_predicted_++;
+    TaskEvent ev;
+    ev.tokens.push_back(std::move(info));
+    if (!gp.ignore_eos && tok_.is_eog(id)) {
+        task_->channel->push(std::move(ev));
+        finish(StopType::eos, now_ms);
+        return true;
+    }
+    const bool in_reasoning = output_->in_reasoning();
+    if (in_reasoning && !forced) fin_.n_reasoning++;  // the injected close sequence is not reasoning
+    std::string hit;
+    TextDelta d = output_->feed(decoder_->push(id), &hit);
+    ev.content = std::move(d.content);
+    ev.reasoning = std::move(d.reasoning);
+    task_->channel->push(std::move(ev));
+    if (!hit.empty()) {
+        fin_.stopping_word = hit;
+        finish(StopType::word, now_ms);
+        return true;
+    }
+    if (guard_ && !forced) {
+        const chat::LoopVerdict v = guard_->observe(id, in_reasoning);
+        if (v.triggered()) {
+            fin_.loop_guard_reason = v.reason;
+            const bool can_close = v.action == chat::LoopAction::ForceClose && in_reasoning;
+            fin_.loop_guard_action = can_close ? "force-close" : "stop";
+            if (can_close) {
+                queue_close_reasoning();
+            } else {
+                fin_.stop_detail = "loop_guard";
+                finish(StopType::limit, now_ms);
+                return true;
+            }
+        }
+    }
+    if (in_reasoning && output_->in_reasoning() && forced_.empty() && gp.reasoning_budget >= 0 &&
+        fin_.n_reasoning >= gp.reasoning_budget)
+        queue_close_reasoning();
+    if (gp.n_predict >= 0 && n_predicted_ >= gp.n_predict) {
+        finish(StopType::limit, now_ms);
+        return true;
+    }
+    return false;
+}
+
+// Forces the end of the reasoning span: the budget message (if any) and the close tag are fed as the
+// next tokens instead of sampled ones.
+void Slot::queue_close_reasoning() {
+    const GenParams& gp = task_->params;
+    std::string text = gp.reasoning_budget_message;
+    text += gp.think_close;
+    text += "\n";
+    for (int32_t t : tok_.encode(text, false, true)) forced_.push_back(t);
+}
+
+void Slot::finish(StopType type, double now_ms) {
+    TextDelta rest = output_->flush();
+    if (type != StopType::word) {
+        // The decoder may still hold an incomplete UTF-8 sequence; release it.
+        std::string tail = decoder_->flush();
+        if (!tail.empty()) {
+            std::string hit;
+            TextDelta d = output_->feed(tail, &hit);
+            TextDelta r = output_->flush();
+            rest.content += d.content + r.content;
+            rest.reasoning += d.reasoning + r.reasoning;
+        }
+    }
+    if (!rest.content.empty() || !rest.reasoning.empty()) {
+        TaskEvent ev;
+        ev.content = std::move(rest.content);
+        ev.reasoning = std::move(rest.reasoning);
+        task_->channel->push(std::move(ev));
+    }
+    fin_.stop_type = type;
+    fin_.n_predicted = n_predicted_;
+    fin_.predicted_ms = state_ == State::generate ? now_ms - t_prompt_end_ : 0;
+    TaskEvent done;
+    done.kind = TaskEvent::done;
+    done.finish = fin_;
+    task_->channel->push(std::move(done));
+    release();
+}
+
+void Slot::fail(int http_status, const char* type, const std::string& message) {
+    TaskEvent ev;
+    ev.kind = TaskEvent::error;
+    ev.http_status = http_status;
+    ev.error_type = type;
+    ev.error_message = message;
+    task_->channel->push(std::move(ev));
+    release();
+}
+
+void Slot::cancel() { release(); }
+
+void Slot::release() {
+    state_ = State::idle;
+    task_.reset();
+    sampler_.reset();
+    decoder_.reset();
+    output_.reset();
+    guard_.reset();
+    forced_.clear();
+}
+
+}  // namespace bee::server

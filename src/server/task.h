@@ -1,0 +1,115 @@
+// server/task: the typed work item a request becomes at the edge (no JSON past this point), and the
+// channel the scheduler streams its results back through.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "chat/loop_guard.h"
+#include "sample/sampler.h"
+
+namespace bee::server {
+
+// How a generation should run: everything a slot needs, already validated.
+struct GenParams {
+    SamplingParams sampling;
+    int32_t n_predict = -1;           // -1: until end of generation or the slot's context is full
+    std::vector<std::string> stop;    // stop strings (never part of the output)
+    bool ignore_eos = false;
+    int32_t n_probs = 0;              // top alternatives reported per token (0: none)
+    bool want_logprobs = false;       // report each generated token's logprob
+    bool cache_prompt = true;         // reuse the slot's cached prefix
+    int32_t n_cache_reuse = 0;        // also reuse cached chunks of at least this many tokens (KV shift; 0: off)
+    int32_t id_slot = -1;             // pin to a slot (-1: pick one)
+    // Reasoning (think-tag) handling; `reasoning` false means the text is passed through untouched.
+    bool reasoning = false;
+    bool starts_in_reasoning = false; // the prompt already opened the span
+    std::string think_open = "<think>", think_close = "</think>";
+    int32_t reasoning_budget = -1;    // -1: unlimited; N: force the close tag after N reasoning tokens
+    std::string reasoning_budget_message;
+    chat::LoopGuardParams loop_guard;  // mode Off: no guard
+};
+
+struct TokenProb {
+    int32_t id = 0;
+    float logprob = 0;
+};
+
+// One generated token as reported to the client (logprobs mode).
+struct TokenInfo {
+    int32_t id = 0;
+    float logprob = 0;
+    std::vector<TokenProb> top;  // best alternatives, most likely first
+};
+
+enum class StopType { none, eos, limit, word };
+
+// Filled when a generation ends.
+struct FinishInfo {
+    StopType stop_type = StopType::none;
+    std::string stopping_word;
+    bool truncated = false;           // stopped because the slot's context is full
+    std::string stop_detail;          // "loop_guard" when the reasoning loop guard ended it
+    std::string loop_guard_action, loop_guard_reason;
+    int32_t id_slot = -1;
+    int32_t n_prompt = 0;             // prompt tokens in total
+    int32_t n_cached = 0;             // of which reused from the slot's cache (timings.cache_n)
+    int32_t n_predicted = 0;
+    int32_t n_reasoning = 0;          // predicted tokens spent inside the reasoning span
+    double prompt_ms = 0, predicted_ms = 0;
+};
+
+// What the scheduler sends back; a task ends with exactly one `done` or `error` event.
+struct TaskEvent {
+    enum Kind { delta, done, error } kind = delta;
+    std::string content;              // visible text released by this event
+    std::string reasoning;            // reasoning text released by this event
+    std::vector<TokenInfo> tokens;    // tokens generated in this step (ids always, logprobs if asked)
+    FinishInfo finish;                // kind == done
+    int http_status = 500;            // kind == error
+    std::string error_type, error_message;
+};
+
+// Producer: the scheduler thread. Consumer: the HTTP handler. Cancelling (client gone) tells the
+// scheduler to drop the task at its next step.
+class TaskChannel {
+public:
+    void push(TaskEvent ev) {
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            events_.push_back(std::move(ev));
+        }
+        cv_.notify_one();
+    }
+    // Moves every pending event into `out`; waits up to timeout_ms for one. Returns false on timeout.
+    bool pop_all(std::vector<TaskEvent>& out, int timeout_ms) {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return !events_.empty(); });
+        if (events_.empty()) return false;
+        for (TaskEvent& e : events_) out.push_back(std::move(e));
+        events_.clear();
+        return true;
+    }
+    void cancel() { cancelled_.store(true); }
+    bool cancelled() const { return cancelled_.load(); }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<TaskEvent> events_;
+    std::atomic<bool> cancelled_{false};
+};
+
+struct Task {
+    uint64_t id = 0;
+    std::vector<int32_t> prompt;  // token ids, never empty
+    GenParams params;
+    std::shared_ptr<TaskChannel> channel = std::make_shared<TaskChannel>();
+};
+
+}  // namespace bee::server

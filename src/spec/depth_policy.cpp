@@ -1,0 +1,27 @@
+// spec/depth_policy: the fixed policy and the controller table.
+#include "spec/depth_policy.h"
+
+#include "base/error.h"
+
+namespace bee {
+
+namespace {
+
+// Always the drafters' full depth (--no-spec-dm-adaptive).
+class FixedPolicy : public DepthPolicy {
+public:
+    int next(int base) override { return base; }
+    void record(const CycleRecord&) override {}
+    const char* name() const override { return "fixed"; }
+};
+
+}  // namespace
+
+std::unique_ptr<DepthPolicy> make_depth_policy(const DepthParams& p) {
+    if (!p.adaptive) return std::make_unique<FixedPolicy>();
+    if (p.controller == "profit") return make_profit_policy(p);
+    if (p.controller == "fringe") return make_fringe_policy(p);
+    fail("unknown depth controller '%s' for --spec-dm-controller (use profit or fringe)", p.controller.c_str());
+}
+
+}  // namespace bee

@@ -1,0 +1,65 @@
+// spec/drafter: the interface every drafter implements (one file per drafter in spec/drafters/), and
+// the shared per-process state a drafter kind may keep across sequences and requests.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spec/draft_tree.h"
+#include "spec/spec_params.h"
+
+namespace bee {
+
+class Model;
+
+// What a drafter is asked for, once per speculative step of one sequence.
+struct DraftRequest {
+    const std::vector<int32_t>& history;  // tokens in the target's KV cache (prompt + accepted output)
+    int32_t id_last;                      // the newest sampled token, not yet in the cache
+    int n_max;                            // most draft tokens on any path (tree depth); >= 1
+    float target_temp;                    // the target sampler's temperature (for --spec-draft-temp auto)
+};
+
+// Rows of one verify batch, handed to every drafter after verification: token t[i] at row i, and the
+// target's logits there. Row 0 is the root (id_last); the first n_committed rows along `path` were
+// accepted (row indices into these arrays).
+struct VerifyRows {
+    const std::vector<int32_t>& tokens;
+    const std::vector<const float*>& logits;  // (rows, n_vocab)
+    int32_t n_vocab;
+    const std::vector<int32_t>& committed_rows;  // root first, then the accepted nodes' rows
+};
+
+class Drafter {
+public:
+    virtual ~Drafter() = default;
+    // Once per request, after the prompt is in the cache.
+    virtual void begin(const std::vector<int32_t>& prompt) { (void)prompt; }
+    // Proposes a tree (usually a chain) of at most req.n_max tokens deep; leaves `out` empty if it has
+    // nothing to propose.
+    virtual void draft(const DraftRequest& req, DraftTree& out) = 0;
+    // After each verify batch of this sequence (whoever drafted): the target's logits per row.
+    virtual void observe(const VerifyRows& rows) { (void)rows; }
+    // After verification: how many draft tokens were accepted. is_other: another drafter produced it.
+    virtual void accept(int n_accepted, bool is_other) { (void)n_accepted, (void)is_other; }
+    // The request ended; `output` is every token it generated.
+    virtual void end(const std::vector<int32_t>& output) { (void)output; }
+    // Longest draft this drafter proposes with its own settings (the depth policy's base).
+    virtual int n_max() const = 0;
+};
+
+// State one drafter kind keeps for the whole process (a hash table shared by every slot, a global
+// suffix tree over earlier responses, a loaded draft model). Created once by SpecShared.
+struct DrafterShared {
+    virtual ~DrafterShared() = default;
+};
+
+// What a drafter's factory gets.
+struct DrafterEnv {
+    const SpecParams& params;
+    const Model& target;
+    DrafterShared* shared;  // this kind's shared state (nullptr if the kind has none)
+};
+
+}  // namespace bee

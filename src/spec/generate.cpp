@@ -1,0 +1,88 @@
+// spec/generate: one sequence, prompt to last token, through the Speculator contract.
+#include "spec/generate.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "base/timer.h"
+
+namespace bee {
+
+GenerateResult generate_tokens(Engine& eng, Sampler& sampler, Speculator* spec, const std::vector<int32_t>& prompt,
+                               const GenerateOptions& opt, const std::function<void(int32_t)>& on_token) {
+    const Tokenizer& tok = eng.model().tokenizer();
+    const int n_ctx = eng.params().n_ctx;
+    if (prompt.empty()) fail("the prompt is empty (give -p TEXT or -f FILE)");
+    if ((int)prompt.size() >= n_ctx)
+        fail("the prompt has %zu tokens but the context holds %d (raise -c)", prompt.size(), n_ctx);
+    GenerateResult r;
+    for (int32_t t : prompt) sampler.accept(t);
+
+    double t0 = time_ms();
+    Batch b;
+    DecodeOutput out;
+    const int n_batch = std::max(1, opt.n_batch);
+    for (size_t i = 0; i < prompt.size(); i += (size_t)n_batch) {
+        b.clear();
+        const size_t end = std::min(prompt.size(), i + (size_t)n_batch);
+        for (size_t j = i; j < end; j++) b.add(prompt[j], (int32_t)j, 0, j + 1 == prompt.size());
+        eng.decode(b, out);
+    }
+    r.prompt_ms = time_ms() - t0;
+
+    t0 = time_ms();
+    std::vector<int32_t> history = prompt;  // tokens in the cache
+    int32_t id_last = sampler.sample(out.logits_at(0));
+    sampler.accept(id_last);
+    if (spec) spec->begin(prompt);
+    const auto budget_left = [&] { return opt.n_predict < 0 ? INT32_MAX : opt.n_predict - (int)r.tokens.size(); };
+    const auto stops = [&](int32_t t) { return !opt.ignore_eos && tok.is_eog(t); };
+    bool done = stops(id_last) || opt.n_predict == 0;
+    if (!done) {
+        r.tokens.push_back(id_last);
+        if (on_token) on_token(id_last);
+    }
+    while (!done && budget_left() > 0) {
+        const int32_t pos = (int32_t)history.size();
+        if (pos >= n_ctx) break;  // context full
+        DraftLimits lim;
+        lim.n_max = std::min(budget_left() - 1, n_ctx - pos - 1);
+        lim.n_nodes = eng.params().n_ubatch - 1;
+        lim.target_temp = sampler.params().temp;
+        b.clear();
+        int row0 = 0;
+        if (spec) {
+            spec->draft(history, id_last, lim);
+            row0 = spec->add_to_batch(b, id_last, pos, 0);
+        } else {
+            b.add(id_last, pos, 0, true);
+        }
+        eng.decode(b, out);
+        r.n_decodes++;
+        VerifyResult v;
+        if (spec) {
+            v = spec->verify(b, out, row0, sampler);
+            spec->commit(eng.kv(), 0, pos, v);
+        } else {
+            v.tokens.push_back(sampler.sample(out.logits_at(0)));
+            sampler.accept(v.tokens[0]);
+        }
+        history.push_back(id_last);
+        for (size_t i = 0; i < v.tokens.size() && !done; i++) {
+            const int32_t t = v.tokens[i];
+            if (stops(t) || budget_left() <= 0) {
+                done = true;
+                break;
+            }
+            r.tokens.push_back(t);
+            if (on_token) on_token(t);
+            if (i + 1 < v.tokens.size()) history.push_back(t);
+            id_last = t;
+        }
+    }
+    r.predicted_ms = time_ms() - t0;
+    if (spec) spec->end(r.tokens);
+    return r;
+}
+
+}  // namespace bee

@@ -1,0 +1,151 @@
+// spec/speculator: one sequence's draft -> batch -> verify -> commit cycle (contract in speculator.h).
+#include "spec/speculator.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "base/timer.h"
+#include "kv/kv_tree.h"
+#include "model/model.h"
+
+namespace bee {
+
+Speculator::Speculator(SpecShared& shared) : shared_(shared) {
+    const SpecParams& p = shared.params();
+    for (const std::string& name : p.types) {
+        const DrafterKind* k = find_drafter_kind(name);
+        if (!k) fail("unknown speculative type: '%s'", name.c_str());
+        DrafterEnv env{p, shared.target(), shared.get(name)};
+        drafters_.push_back(k->make(env));
+        DrafterStats st;
+        st.name = k->stats_name;
+        stats_.drafters.push_back(st);
+    }
+    policy_ = make_depth_policy(p.depth);
+}
+
+Speculator::~Speculator() = default;
+
+void Speculator::begin(const std::vector<int32_t>& prompt) {
+    for (size_t i = 0; i < drafters_.size(); i++) {
+        const double t0 = time_ms();
+        drafters_[i]->begin(prompt);
+        stats_.drafters[i].n_begin++;
+        stats_.drafters[i].ms_begin += time_ms() - t0;
+    }
+}
+
+const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t id_last, const DraftLimits& lim) {
+    t_start_ = time_ms();
+    tree_.clear();
+    winner_ = -1;
+    depth_ = 0;
+    timed_ = lim.timed;
+    draft_ms_ = 0;
+    if (drafters_.empty()) return tree_;
+    int base = 0;
+    for (const auto& d : drafters_) base = std::max(base, d->n_max());
+    if (lim.n_max_override > 0) base = std::min(base, lim.n_max_override);
+    const int n_min = shared_.params().draft_n_min;
+    depth_ = std::min(policy_->next(base), lim.n_max);
+    if (depth_ <= 0 || depth_ < n_min || lim.n_nodes <= 0) {
+        depth_ = std::max(depth_, 0);
+        return tree_;
+    }
+    DraftRequest req{history, id_last, depth_, lim.target_temp};
+    for (size_t i = 0; i < drafters_.size() && tree_.empty(); i++) {
+        const double t0 = time_ms();
+        drafters_[i]->draft(req, tree_);
+        stats_.drafters[i].n_draft++;
+        stats_.drafters[i].ms_draft += time_ms() - t0;
+        if (tree_.max_depth() > depth_) tree_.truncate_depth(depth_);
+        tree_.truncate_size(lim.n_nodes);
+        if (!tree_.empty() && tree_.max_depth() < std::max(n_min, 1)) tree_.clear();  // too short to pay
+        if (!tree_.empty()) winner_ = (int)i;
+    }
+    draft_ms_ = time_ms() - t_start_;
+    return tree_;
+}
+
+int Speculator::add_to_batch(Batch& b, int32_t id_last, int32_t pos, int seq) const {
+    const int row0 = b.size();
+    const bool tree = !tree_.is_chain();
+    if (tree && b.parent.empty() && row0 > 0) {  // switch the batch to explicit parents
+        b.parent.assign(row0, -1);
+        for (int r = 0; r < row0; r++)
+            for (int q = r - 1; q >= 0; q--)
+                if (b.seq[q] == b.seq[r]) {
+                    b.parent[r] = q;
+                    break;
+                }
+    }
+    const bool parents = tree || !b.parent.empty();
+    b.add(id_last, pos, seq, true);
+    if (parents) {
+        int32_t prev = -1;  // the root continues this sequence's earlier rows in the batch, if any
+        for (int q = row0 - 1; q >= 0; q--)
+            if (b.seq[q] == seq) {
+                prev = q;
+                break;
+            }
+        b.parent.push_back(prev);
+    }
+    for (const DraftNode& n : tree_.nodes) {
+        b.add(n.token, pos + n.depth, seq, true);
+        if (parents) b.parent.push_back(n.parent < 0 ? row0 : row0 + 1 + n.parent);
+    }
+    return row0;
+}
+
+VerifyResult Speculator::verify(const Batch& b, const DecodeOutput& out, int row0, Sampler& sampler) {
+    const int n = 1 + tree_.size();
+    row_tokens_.assign(b.token.begin() + row0, b.token.begin() + row0 + n);
+    row_logits_.resize(n);
+    for (int i = 0; i < n; i++) {
+        row_logits_[i] = out.logits_for_row(row0 + i);
+        if (!row_logits_[i]) fail("speculator: batch row %d has no logits (add_to_batch asks for them)", row0 + i);
+    }
+    return verify_tree(tree_, row_logits_, sampler);
+}
+
+void Speculator::commit(KvCache& kv, int seq, int32_t pos, const VerifyResult& r) {
+    const int n_acc = r.n_accepted();
+    if (!tree_.empty()) {
+        if (tree_.is_chain()) {
+            kv.seq_rm(seq, pos + 1 + n_acc, -1);
+        } else {
+            std::vector<uint8_t> keep(1 + tree_.size(), 0);
+            keep[0] = 1;
+            for (int32_t node : r.path) keep[1 + node] = 1;
+            kv_tree_commit(kv, seq, pos, keep);
+        }
+    }
+    std::vector<int32_t> committed{0};
+    for (int32_t node : r.path) committed.push_back(1 + node);
+    const VerifyRows rows{row_tokens_, row_logits_, (int32_t)shared_.target().hparams().n_vocab, committed};
+    for (size_t i = 0; i < drafters_.size(); i++) {
+        const double t0 = time_ms();
+        drafters_[i]->observe(rows);
+        if (winner_ >= 0) drafters_[i]->accept(n_acc, (int)i != winner_);
+        if ((int)i == winner_) {
+            stats_.drafters[i].record_accept(tree_.size(), n_acc);
+            stats_.drafters[i].ms_accept += time_ms() - t0;
+        }
+    }
+    stats_.n_cycles++;
+    stats_.n_tokens += (int64_t)r.tokens.size();
+    CycleRecord c;
+    c.depth = depth_;
+    c.n_drafted = tree_.max_depth();
+    c.n_accepted = n_acc;
+    c.draft_ms = draft_ms_;
+    c.cycle_ms = time_ms() - t_start_;
+    c.timed = timed_;
+    policy_->record(c);
+}
+
+void Speculator::end(const std::vector<int32_t>& output) {
+    for (const auto& d : drafters_) d->end(output);
+}
+
+}  // namespace bee

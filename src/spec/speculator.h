@@ -1,0 +1,88 @@
+// spec/speculator: speculative decoding for ONE sequence — the object a generation loop (`bee run`, the
+// server's scheduler, `bee bench spec`) drives. It owns that sequence's drafters (one per configured
+// type, first non-empty draft in priority order wins), its depth policy and its statistics.
+//
+// Contract, per step (DESIGN.md flow; modelfree-and-server.md A.1):
+//
+//   Speculator spec(shared);               // shared = SpecShared, one per process
+//   ... prefill the prompt; sample the first token id_last from the prompt's last logits ...
+//   spec.begin(prompt);
+//   loop:
+//     const DraftTree& t = spec.draft(history, id_last, limits);  // history: tokens in the KV cache
+//     int row0 = spec.add_to_batch(batch, id_last, pos, seq);     // pos: id_last's position (= |history|)
+//     engine.decode(batch, out);                                   // other sequences may share the batch
+//     VerifyResult r = spec.verify(batch, out, row0, sampler);     // r.tokens = accepted drafts + bonus
+//     spec.commit(engine.kv(), seq, pos, r);                       // before the sequence's next decode
+//     history += id_last, r.tokens[0 .. n-2];  id_last = r.tokens.back();
+//     (stop at end-of-generation or the token budget; tokens after an EOG in r.tokens are dropped,
+//      the cache may keep their cells: remove them with seq_rm if the sequence continues)
+//   spec.end(output);
+//
+// An empty tree (no draft, or the depth policy says 0) makes the step an ordinary decode of id_last, so
+// one loop serves both. Rows: id_last is batch row row0, draft node i is row row0 + 1 + i, every row asks
+// for logits. Tree drafts (a node with siblings) set Batch::parent; add_to_batch fills parents for the
+// rows already in the batch (each row's parent = the previous row of its sequence), so a tree can share
+// a batch with other sequences' ordinary rows. Trees must fit in one ubatch: pass limits.n_nodes.
+//
+// KV: commit() keeps id_last's cell and the accepted path's cells and removes the rest — seq_rm of the
+// positions after the path for chains, kv_tree_commit (kv/kv_tree.h) for trees — so the cache holds
+// exactly history + id_last + accepted tokens, as if decoded one by one (bit-identical, invariant 2).
+// The bonus token is not in the cache: it is the next step's id_last.
+#pragma once
+#include <climits>
+#include <memory>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/batch.h"
+#include "sample/sampler.h"
+#include "spec/depth_policy.h"
+#include "spec/drafter.h"
+#include "spec/registry.h"
+#include "spec/stats.h"
+#include "spec/verify.h"
+
+namespace bee {
+
+struct DraftLimits {
+    int n_max = INT_MAX;    // draft tokens on any path: context room and tokens left to generate
+    int n_nodes = INT_MAX;  // nodes in the tree (a tree batch must fit in n_ubatch: n_ubatch - 1)
+    int n_max_override = 0; // per-request speculative.n_max (> 0: caps the depth policy's base)
+    float target_temp = 0;  // the target sampler's temperature (--spec-draft-temp auto)
+    bool timed = true;      // false: this cycle shares its decode with other sequences (no timing data)
+};
+
+class Speculator {
+public:
+    // Creates one drafter per type in shared.params().types. Throws Error if a drafter can't start.
+    explicit Speculator(SpecShared& shared);
+    ~Speculator();
+
+    bool enabled() const { return !drafters_.empty(); }
+    void begin(const std::vector<int32_t>& prompt);
+    const DraftTree& draft(const std::vector<int32_t>& history, int32_t id_last, const DraftLimits& limits);
+    // Appends [id_last, draft nodes] for `seq` (id_last at `pos`); returns id_last's row.
+    int add_to_batch(Batch& b, int32_t id_last, int32_t pos, int seq) const;
+    VerifyResult verify(const Batch& b, const DecodeOutput& out, int row0, Sampler& sampler);
+    void commit(KvCache& kv, int seq, int32_t pos, const VerifyResult& r);
+    void end(const std::vector<int32_t>& output);
+
+    const DraftTree& tree() const { return tree_; }
+    const SpecStats& stats() const { return stats_; }
+    const char* policy_name() const { return policy_->name(); }
+
+private:
+    SpecShared& shared_;
+    std::vector<std::unique_ptr<Drafter>> drafters_;
+    std::unique_ptr<DepthPolicy> policy_;
+    SpecStats stats_;
+    DraftTree tree_;
+    int winner_ = -1;     // drafter that produced tree_, -1: none
+    int depth_ = 0;       // cap asked this cycle
+    bool timed_ = true;
+    double t_start_ = 0, draft_ms_ = 0;
+    std::vector<int32_t> row_tokens_;
+    std::vector<const float*> row_logits_;
+};
+
+}  // namespace bee

@@ -1,0 +1,105 @@
+# tests/server/conftest: starts the real `bee serve` on SmolLM2 on a free port and waits for /health.
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BEE = pathlib.Path(os.environ.get("BEE_BIN", ROOT / "build" / "bee"))
+SMOLLM = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+GEMMA = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http(method, url, body=None, headers=None, raw=None, timeout=120):
+    """Plain HTTP: returns (status, headers, parsed JSON or text). `raw` sends bytes as the body."""
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            status, hdrs, text = r.status, dict(r.headers), r.read().decode()
+    except urllib.error.HTTPError as e:
+        status, hdrs, text = e.code, dict(e.headers), e.read().decode()
+    try:
+        return status, hdrs, json.loads(text)
+    except ValueError:
+        return status, hdrs, text
+
+
+class Server:
+    def __init__(self, *args, api_key=None, model=SMOLLM):
+        assert BEE.exists(), f"{BEE} is missing: run `make build`"
+        assert model.exists(), f"{model} is missing: run `make models`"
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.api_key = api_key
+        cmd = [str(BEE), "serve", "-m", str(model), "--port", str(self.port), *map(str, args)]
+        if api_key:
+            cmd += ["--api-key", api_key]
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="bee-serve-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + 120
+        while True:
+            assert self.proc.poll() is None, f"bee serve exited with {self.proc.returncode}: {self.output()}"
+            try:
+                if http("GET", self.base + "/health", timeout=5)[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.time() < deadline, "bee serve did not become healthy in 120 s"
+            time.sleep(0.1)
+
+    def output(self):
+        with open(self.log.name) as f:
+            return f.read()
+
+    def url(self, path):
+        return self.base + path
+
+    def auth(self):
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def post(self, path, body, **kw):
+        return http("POST", self.url(path), body, headers={**self.auth(), **kw.pop("headers", {})}, **kw)
+
+    def get(self, path, **kw):
+        return http("GET", self.url(path), headers={**self.auth(), **kw.pop("headers", {})}, **kw)
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        out = self.output()
+        self.log.close()
+        os.unlink(self.log.name)
+        assert self.proc.returncode == 0, f"bee serve exited with {self.proc.returncode} on SIGTERM:\n{out[-2000:]}"
+
+
+@pytest.fixture(scope="session")
+def server():
+    """Four slots, 1024 tokens each, metrics on, no key."""
+    s = Server("-c", "4096", "-np", "4", "--metrics")
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def keyed_server():
+    s = Server("-c", "1024", "-np", "1", "--max-body-bytes", "65536", api_key="sekrit")
+    yield s
+    s.stop()
