@@ -73,6 +73,18 @@ const char* stop_type_name(StopType t) {
     }
 }
 
+std::vector<Json> oai_final_chunks(Json last, Json usage_chunk, const FinishInfo& f, bool include_usage) {
+    std::vector<Json> out;
+    if (include_usage) {
+        out.push_back(std::move(last));
+        last = std::move(usage_chunk);
+        last["usage"] = usage_json(f);
+    }
+    last["timings"] = timings_json(f);
+    out.push_back(std::move(last));
+    return out;
+}
+
 static Json byte_list(const std::string& s) {
     Json b = Json::array();
     for (unsigned char c : s) b.push_back((int)c);

@@ -26,6 +26,10 @@ TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::
 
 Json timings_json(const FinishInfo& f);
 Json usage_json(const FinishInfo& f);
+// The closing chunks of an OpenAI stream: `last` (it carries finish_reason), then, when the client asked
+// for usage (stream_options.include_usage), `usage_chunk` (empty choices) with `usage`; the final chunk
+// also carries llama-server's `timings`.
+std::vector<Json> oai_final_chunks(Json last, Json usage_chunk, const FinishInfo& f, bool include_usage);
 // "stop" (end of generation or stop string) or "length" (token limit or context full).
 const char* finish_reason(const FinishInfo& f);
 const char* stop_type_name(StopType t);

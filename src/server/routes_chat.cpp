@@ -78,17 +78,9 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
         return out;
     };
     fmt.done = [&ctx, id, created, include_usage](const FinishInfo& f) {
-        std::vector<Json> out;
         Json last = chat_chunk(ctx, id, created,
                                Json::array({{{"index", 0}, {"finish_reason", finish_reason(f)}, {"delta", Json::object()}}}));
-        if (include_usage) {
-            out.push_back(last);
-            last = chat_chunk(ctx, id, created, Json::array());
-            last["usage"] = usage_json(f);
-        }
-        last["timings"] = timings_json(f);
-        out.push_back(last);
-        return out;
+        return oai_final_chunks(std::move(last), chat_chunk(ctx, id, created, Json::array()), f, include_usage);
     };
     stream_task(ctx, res, task, std::move(fmt));
 }

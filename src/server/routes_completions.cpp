@@ -125,16 +125,9 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     fmt.done = [&ctx, id, created, include_usage](const FinishInfo& f) {
         Json last = oai_text_chunk(ctx, id, created,
                                    {{"text", ""}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason(f)}});
-        std::vector<Json> out;
-        if (include_usage) {
-            out.push_back(last);
-            last = oai_text_chunk(ctx, id, created, nullptr);
-            last["choices"] = Json::array();
-            last["usage"] = usage_json(f);
-        }
-        last["timings"] = timings_json(f);
-        out.push_back(last);
-        return out;
+        Json usage_chunk = oai_text_chunk(ctx, id, created, nullptr);
+        usage_chunk["choices"] = Json::array();
+        return oai_final_chunks(std::move(last), std::move(usage_chunk), f, include_usage);
     };
     stream_task(ctx, res, task, std::move(fmt));
 }

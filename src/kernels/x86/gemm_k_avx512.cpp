@@ -14,14 +14,13 @@
 #include <cstring>
 
 #include "kernels/x86/avx512.h"
+#include "kernels/x86/gemm_tiles_avx512.h"
 #include "quant/blocks.h"
 
 namespace bee::avx512 {
 
 namespace {
 
-constexpr int kMaxRows = 4;
-constexpr int kMaxCols = 4;
 
 // A prepared Q8_K super-block.
 struct alignas(64) ActSuper {
@@ -189,32 +188,21 @@ void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, f
         }
 }
 
-using FixedTileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t);
-
-template <class W, int R>
-constexpr FixedTileFn tile_of_cols(int c) {
-    return c == 1 ? tile<W, R, 1> : c == 2 ? tile<W, R, 2> : c == 3 ? tile<W, R, 3> : tile<W, R, 4>;
-}
-
+// The fixed-shape tiles of weight type W, for tile_any (gemm_tiles_avx512.h).
 template <class W>
-void tile_any(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int nr, int nc, float* y,
-              size_t ldy) {
-    static_assert(kMaxRows == 4 && kMaxCols == 4, "tile table below is 4 x 4");
-    static constexpr FixedTileFn table[4][4] = {
-        {tile_of_cols<W, 1>(1), tile_of_cols<W, 1>(2), tile_of_cols<W, 1>(3), tile_of_cols<W, 1>(4)},
-        {tile_of_cols<W, 2>(1), tile_of_cols<W, 2>(2), tile_of_cols<W, 2>(3), tile_of_cols<W, 2>(4)},
-        {tile_of_cols<W, 3>(1), tile_of_cols<W, 3>(2), tile_of_cols<W, 3>(3), tile_of_cols<W, 3>(4)},
-        {tile_of_cols<W, 4>(1), tile_of_cols<W, 4>(2), tile_of_cols<W, 4>(3), tile_of_cols<W, 4>(4)},
-    };
-    table[nr - 1][nc - 1](n, w, ws, a, as, y, ldy);
-}
+struct Tiles {
+    template <int R, int C>
+    static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* y, size_t ldy) {
+        tile<W, R, C>(n, w, ws, a, as, y, ldy);
+    }
+};
 
 }  // namespace
 
 // Referenced from avx512_table.cpp.
-extern const GemmKernel kGemmQ4_K = {GgmlType::Q8_K, prepared_row_bytes, prepare_q8_k, tile_any<Q4K>, kMaxRows,
+extern const GemmKernel kGemmQ4_K = {GgmlType::Q8_K, prepared_row_bytes, prepare_q8_k, tile_any<Tiles<Q4K>>, kMaxRows,
                                      kMaxCols};
-extern const GemmKernel kGemmQ6_K = {GgmlType::Q8_K, prepared_row_bytes, prepare_q8_k, tile_any<Q6K>, kMaxRows,
+extern const GemmKernel kGemmQ6_K = {GgmlType::Q8_K, prepared_row_bytes, prepare_q8_k, tile_any<Tiles<Q6K>>, kMaxRows,
                                      kMaxCols};
 
 }  // namespace bee::avx512

@@ -16,14 +16,13 @@
 #include <cstring>
 
 #include "kernels/x86/avx512.h"
+#include "kernels/x86/gemm_tiles_avx512.h"
 #include "quant/blocks.h"
 
 namespace bee::avx512 {
 
 namespace {
 
-constexpr int kMaxRows = 4;  // weight rows per tile
-constexpr int kMaxCols = 4;  // activation rows per tile
 
 // A prepared activation pair: blocks 2p and 2p+1 of a Q8_0 / Q8_1 row (zeros past the row's end).
 struct alignas(64) ActPair {
@@ -200,38 +199,27 @@ void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, f
         for (int c = 0; c < C; c++) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
 }
 
-using FixedTileFn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, float*, size_t);
-
-template <class W, int R>
-constexpr FixedTileFn tile_of_cols(int c) {
-    return c == 1 ? tile<W, R, 1> : c == 2 ? tile<W, R, 2> : c == 3 ? tile<W, R, 3> : tile<W, R, 4>;
-}
-
+// The fixed-shape tiles of weight type W, for tile_any (gemm_tiles_avx512.h).
 template <class W>
-void tile_any(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int nr, int nc, float* y,
-              size_t ldy) {
-    static_assert(kMaxRows == 4 && kMaxCols == 4, "tile table below is 4 x 4");
-    static constexpr FixedTileFn table[4][4] = {
-        {tile_of_cols<W, 1>(1), tile_of_cols<W, 1>(2), tile_of_cols<W, 1>(3), tile_of_cols<W, 1>(4)},
-        {tile_of_cols<W, 2>(1), tile_of_cols<W, 2>(2), tile_of_cols<W, 2>(3), tile_of_cols<W, 2>(4)},
-        {tile_of_cols<W, 3>(1), tile_of_cols<W, 3>(2), tile_of_cols<W, 3>(3), tile_of_cols<W, 3>(4)},
-        {tile_of_cols<W, 4>(1), tile_of_cols<W, 4>(2), tile_of_cols<W, 4>(3), tile_of_cols<W, 4>(4)},
-    };
-    table[nr - 1][nc - 1](n, w, ws, a, as, y, ldy);
-}
+struct Tiles {
+    template <int R, int C>
+    static void run(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* y, size_t ldy) {
+        tile<W, R, C>(n, w, ws, a, as, y, ldy);
+    }
+};
 
 }  // namespace
 
 // Referenced from avx512_table.cpp.
-extern const GemmKernel kGemmQ4_0 = {GgmlType::Q8_0, prepared_row_bytes, prepare_q8_0<8>, tile_any<Q4_0>,
+extern const GemmKernel kGemmQ4_0 = {GgmlType::Q8_0, prepared_row_bytes, prepare_q8_0<8>, tile_any<Tiles<Q4_0>>,
                                      kMaxRows, kMaxCols};
-extern const GemmKernel kGemmQ5_0 = {GgmlType::Q8_0, prepared_row_bytes, prepare_q8_0<16>, tile_any<Q5_0>,
+extern const GemmKernel kGemmQ5_0 = {GgmlType::Q8_0, prepared_row_bytes, prepare_q8_0<16>, tile_any<Tiles<Q5_0>>,
                                      kMaxRows, kMaxCols};
-extern const GemmKernel kGemmQ8_0 = {GgmlType::Q8_0, prepared_row_bytes, prepare_q8_0<128>, tile_any<Q8_0>,
+extern const GemmKernel kGemmQ8_0 = {GgmlType::Q8_0, prepared_row_bytes, prepare_q8_0<128>, tile_any<Tiles<Q8_0>>,
                                      kMaxRows, kMaxCols};
-extern const GemmKernel kGemmQ4_1 = {GgmlType::Q8_1, prepared_row_bytes, prepare_q8_1, tile_any<Q4_1>,
+extern const GemmKernel kGemmQ4_1 = {GgmlType::Q8_1, prepared_row_bytes, prepare_q8_1, tile_any<Tiles<Q4_1>>,
                                      kMaxRows, kMaxCols};
-extern const GemmKernel kGemmQ5_1 = {GgmlType::Q8_1, prepared_row_bytes, prepare_q8_1, tile_any<Q5_1>,
+extern const GemmKernel kGemmQ5_1 = {GgmlType::Q8_1, prepared_row_bytes, prepare_q8_1, tile_any<Tiles<Q5_1>>,
                                      kMaxRows, kMaxCols};
 
 }  // namespace bee::avx512
