@@ -91,33 +91,31 @@ static Json byte_list(const std::string& s) {
     return b;
 }
 
-Json oai_logprobs_content(const std::vector<TokenInfo>& tokens, const Tokenizer& tok) {
+// One entry per generated token with its top alternatives; `native` gives /completion's shape
+// (ids first, as llama-server), otherwise the OpenAI logprobs.content shape.
+static Json token_probs(const std::vector<TokenInfo>& tokens, const Tokenizer& tok, bool native) {
+    const auto entry = [&](int32_t id, float logprob) {
+        const std::string piece = tok.token_to_piece(id, false);
+        if (native) return Json{{"id", id}, {"token", piece}, {"bytes", byte_list(piece)}, {"logprob", logprob}};
+        return Json{{"token", piece}, {"logprob", logprob}, {"bytes", byte_list(piece)}};
+    };
     Json out = Json::array();
     for (const TokenInfo& t : tokens) {
-        const std::string piece = tok.token_to_piece(t.id, false);
         Json top = Json::array();
-        for (const TokenProb& p : t.top) {
-            const std::string pp = tok.token_to_piece(p.id, false);
-            top.push_back({{"token", pp}, {"logprob", p.logprob}, {"bytes", byte_list(pp)}});
-        }
-        out.push_back({{"token", piece}, {"logprob", t.logprob}, {"bytes", byte_list(piece)}, {"top_logprobs", top}});
+        for (const TokenProb& p : t.top) top.push_back(entry(p.id, p.logprob));
+        Json e = entry(t.id, t.logprob);
+        e["top_logprobs"] = std::move(top);
+        out.push_back(std::move(e));
     }
     return out;
 }
 
+Json oai_logprobs_content(const std::vector<TokenInfo>& tokens, const Tokenizer& tok) {
+    return token_probs(tokens, tok, false);
+}
+
 Json native_probs(const std::vector<TokenInfo>& tokens, const Tokenizer& tok) {
-    Json out = Json::array();
-    for (const TokenInfo& t : tokens) {
-        const std::string piece = tok.token_to_piece(t.id, false);
-        Json top = Json::array();
-        for (const TokenProb& p : t.top) {
-            const std::string pp = tok.token_to_piece(p.id, false);
-            top.push_back({{"id", p.id}, {"token", pp}, {"bytes", byte_list(pp)}, {"logprob", p.logprob}});
-        }
-        out.push_back({{"id", t.id}, {"token", piece}, {"bytes", byte_list(piece)}, {"logprob", t.logprob},
-                       {"top_logprobs", top}});
-    }
-    return out;
+    return token_probs(tokens, tok, true);
 }
 
 namespace {
