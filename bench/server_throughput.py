@@ -2,15 +2,25 @@
 """Aggregate generation throughput of `bee serve`: 1 stream vs N concurrent streams (default 8), and a
 single server stream vs `bee run` on the same model, alternating rounds because the machine is shared.
 Usage: bench/server_throughput.py [--streams 8] [--tokens 128] [--rounds 3] [--threads 2]
-Every request is greedy with ignore_eos, so each generates exactly --tokens tokens."""
+Every request is greedy with ignore_eos, so each generates exactly --tokens tokens.
+
+With --spec-type T it compares speculation T against none instead, on the grounded prompt set
+(bench/prompts/grounded.jsonl, chat, greedy): one stream over --prompts prompts in turn (generation
+tokens/s from the server's timings) and --streams concurrent streams over the next ones (aggregate
+generated tokens / wall time). Both servers restart every round, so drafter state shared across
+requests (suffix's global tree, ngram-mod) never sees a prompt twice."""
 import argparse
 import concurrent.futures
 import json
 import statistics
 import subprocess
+import pathlib
 import time
+import urllib.request
 
 from server_common import BEE, MODEL, start_server, stop_server, stream_completion
+
+GROUNDED = pathlib.Path(__file__).resolve().parent / "prompts" / "grounded.jsonl"
 
 PROMPT = "Write a long story about a lighthouse keeper and the sea."
 RUN_PROMPT = "Once upon a time"  # bee run has no ignore-eos: this prompt runs greedy past 128 tokens
@@ -47,13 +57,63 @@ def server_single_tps(port, tokens):
     return t["predicted_per_second"]
 
 
+def chat(port, user, tokens):
+    body = {"messages": [{"role": "user", "content": user}], "max_tokens": tokens, "temperature": 0,
+            "cache_prompt": False}
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read())["timings"]
+
+
+def spec_round(args, extra, prompts):
+    """(single-stream tok/s, N-stream aggregate tok/s, accepted/drafted) for one fresh server."""
+    proc, port = start_server("-c", str(args.streams * 2048), "-np", str(args.streams), "-t", str(args.threads),
+                              *extra)
+    try:
+        single = [chat(port, p, args.tokens) for p in prompts[:args.prompts]]
+        rest = prompts[args.prompts:args.prompts + args.streams]
+        t0 = time.time()
+        with concurrent.futures.ThreadPoolExecutor(len(rest)) as ex:
+            multi = list(ex.map(lambda p: chat(port, p, args.tokens), rest))
+        wall = time.time() - t0
+    finally:
+        stop_server(proc)
+    single_tps = sum(t["predicted_n"] for t in single) * 1000.0 / sum(t["predicted_ms"] for t in single)
+    drafted = sum(t.get("draft_n", 0) for t in single + multi)
+    accepted = sum(t.get("draft_n_accepted", 0) for t in single + multi)
+    return single_tps, sum(t["predicted_n"] for t in multi) / wall, (accepted, drafted)
+
+
+def spec_main(a):
+    prompts = [json.loads(l)["user"] for l in GROUNDED.read_text().splitlines() if l.strip()]
+    assert len(prompts) >= a.prompts + a.streams, "not enough grounded prompts"
+    s1, sn = {"none": [], a.spec_type: []}, {"none": [], a.spec_type: []}
+    for r in range(a.rounds):  # alternating: the machine may be shared
+        for name, extra in (("none", []), (a.spec_type, ["--spec-type", a.spec_type])):
+            one, many, (acc, dr) = spec_round(a, extra, prompts)
+            s1[name].append(one)
+            sn[name].append(many)
+            print(f"round {r + 1} {name}: 1 stream {one:.1f} tok/s, {a.streams} streams {many:.1f} tok/s"
+                  + (f", accepted {acc}/{dr} drafted" if dr else ""), flush=True)
+    med = statistics.median
+    t = a.spec_type
+    print(f"median: 1 stream {med(s1[t]):.1f} vs {med(s1['none']):.1f} tok/s = x{med(s1[t]) / med(s1['none']):.2f}; "
+          f"{a.streams} streams {med(sn[t]):.1f} vs {med(sn['none']):.1f} tok/s = x{med(sn[t]) / med(sn['none']):.2f} "
+          f"({t} vs none)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--streams", type=int, default=8)
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--spec-type", help="compare this speculative type against none on grounded prompts")
+    ap.add_argument("--prompts", type=int, default=4, help="grounded prompts for the single stream (--spec-type)")
     a = ap.parse_args()
+    if a.spec_type:
+        return spec_main(a)
     proc, port = start_server("-c", str(a.streams * 1024), "-np", str(a.streams), "-t", str(a.threads))
     try:
         single, multi, srv, cli = [], [], [], []

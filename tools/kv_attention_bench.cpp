@@ -8,12 +8,13 @@
 //       build-kvquant/libbee_kernels.a build-kvquant/libbee_quant.a build-kvquant/libbee_gguf.a \
 //       build-kvquant/libbee_base.a -lpthread
 //   /tmp/kv_attention_bench 8192 32768
+//   BENCH_TYPES=f16,turbo3 BENCH_SHAPE=gemma BENCH_THREADS=1 BENCH_CLOCK=cpu /tmp/kv_attention_bench 8192
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <vector>
 
@@ -76,9 +77,17 @@ double time_attention(ThreadPool& pool, const Cache& c, const Shape& s, const st
     a.v = c.v.data();
     a.k_cell_bytes = a.v_cell_bytes = c.cell_bytes;
     a.visible = vis;
-    const auto t0 = std::chrono::steady_clock::now();
+    // BENCH_CLOCK=cpu: process CPU time instead of wall time, steadier on a loaded machine (use it with
+    // BENCH_THREADS=1, where the calling thread does all the work).
+    static const bool cpu = getenv("BENCH_CLOCK") && !strcmp(getenv("BENCH_CLOCK"), "cpu");
+    auto now = [] {
+        timespec ts;
+        clock_gettime(cpu ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+        return ts.tv_sec + 1e-9 * ts.tv_nsec;
+    };
+    const double t0 = now();
     for (int r = 0; r < reps; r++) attention(pool, a);
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+    return (now() - t0) / reps;
 }
 
 }  // namespace
@@ -89,9 +98,20 @@ int main(int argc, char** argv) {
     if (depths.empty()) depths = {8192, 32768};
     const int threads = getenv("BENCH_THREADS") ? atoi(getenv("BENCH_THREADS")) : 2;
     ThreadPool pool(threads);
-    const Shape shapes[] = {{"smollm2 9/3x64", 9, 3, 64}, {"gemma3 4/1x256", 4, 1, 256}};
-    const GgmlType types[] = {GgmlType::F16,    GgmlType::Q8_0,      GgmlType::Q4_0,      GgmlType::TURBO3,
-                              GgmlType::TURBO3_64, GgmlType::TURBO4, GgmlType::TURBO2_TCQ, GgmlType::TURBO3_TCQ};
+    std::vector<GgmlType> types = {GgmlType::F16,       GgmlType::Q8_0,   GgmlType::Q4_0,       GgmlType::TURBO3,
+                                   GgmlType::TURBO3_64, GgmlType::TURBO4, GgmlType::TURBO2_TCQ, GgmlType::TURBO3_TCQ};
+    if (const char* only = getenv("BENCH_TYPES")) {  // e.g. BENCH_TYPES=f16,turbo3 (f16 first: the ratios' base)
+        types.clear();
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", only);
+        for (char* tok = strtok(buf, ","); tok; tok = strtok(nullptr, ",")) {
+            GgmlType t;
+            if (!ggml_type_from_name(tok, &t)) return fprintf(stderr, "unknown type %s\n", tok), 2;
+            types.push_back(t);
+        }
+    }
+    std::vector<Shape> shapes = {{"smollm2 9/3x64", 9, 3, 64}, {"gemma3 4/1x256", 4, 1, 256}};
+    if (const char* shape = getenv("BENCH_SHAPE")) shapes.erase(shapes.begin() + (shape[0] == 's' ? 1 : 0));
     constexpr int kRounds = 5;
     printf("| shape | depth | KV type | bytes/token/layer | ms per layer (median of %d) | vs f16 |\n|---|---|---|---|---|---|\n",
            kRounds);

@@ -79,6 +79,8 @@ void add_spec_options(ArgParser& p, SpecOptions& o) {
     add_ngram_sizes(p, s.ngram_simple, "ngram-simple");
     add_ngram_sizes(p, s.ngram_map_k, "ngram-map-k");
     add_ngram_sizes(p, s.ngram_map_k4v, "ngram-map-k4v");
+    p.i32("--spec-suffix-tree", &s.suffix_tree_nodes, "suffix: draft a best-first tree of N nodes over the "
+          "continuations seen (0: one chain) [0]", 0, 1024);
     p.i32("--spec-ngram-mod-n-match", &s.ngram_mod_n_match, "ngram-mod lookup length [24]", 1, 1024);
     p.i32("--spec-ngram-mod-n-min", &s.ngram_mod_n_min, "ngram-mod shortest draft [48]", 0, 1024);
     p.i32("--spec-ngram-mod-n-max", &s.ngram_mod_n_max, "ngram-mod longest draft [64]", 0, 1024);

@@ -2,16 +2,22 @@
 // with each --spec-type configuration, alternating configurations within every repetition (the machine
 // is noisy), and prints per configuration: median generation tokens/s, speed-up over none, tokens per
 // target decode, mean acceptance length (counting the bonus token), acceptance per draft position, and
-// whether the tokens equal the ones without speculation (they must, at temperature 0).
+// whether the tokens equal the ones without speculation (they must, at temperature 0); also the speed-up
+// in CPU time (a proxy when other processes share the cores), draft rows per decode and the drafters'
+// own time. --per-prompt adds each prompt's tokens per decode and how much of its output the prompt
+// already holds (n-gram overlap); --cost-curve K measures the verify cost of 1 + k rows first
+// (bench_spec_cost.h).
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
+#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
 #include "app/args.h"
 #include "app/args_spec.h"
 #include "app/bench_spec.h"
+#include "app/bench_spec_cost.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
@@ -32,16 +38,40 @@ struct BenchSpecOptions {
     bool ignore_eos = false;
     int32_t reps = 1;
     std::string output = "md";
+    bool per_prompt = false;
+    bool keep_spec = false;
+    int32_t cost_curve = -1;  // --cost-curve K: measure decodes of 1..K+1 rows first (-1: off)
+    int32_t cost_reps = 9;
 };
 
 struct ConfigResult {
     std::string name;
     std::vector<double> tps;  // per repetition: generated tokens / generation seconds over the set
+    std::vector<double> cpu_tps;  // the same per CPU second of the process (a proxy under load)
     int64_t tokens = 0, decodes = 0;
     SpecStats stats;
     bool same_as_none = true;
     std::vector<std::vector<int32_t>> outputs;  // per prompt (first repetition)
+    std::vector<int> decodes_per_prompt;        // target decodes per prompt (first repetition)
 };
+
+// Fraction of the output's tokens that end an n-gram (over prompt + output) which also occurs in the
+// prompt: how much of the answer a copying drafter could find in the prompt at key length n.
+double prompt_overlap(const std::vector<int32_t>& prompt, const std::vector<int32_t>& output, int n) {
+    if (output.empty() || (int)prompt.size() < n) return 0;
+    const auto key = [n](const int32_t* t) {
+        uint64_t h = 1469598103934665603ull;
+        for (int i = 0; i < n; i++) h = (h ^ (uint32_t)t[i]) * 1099511628211ull;
+        return h;
+    };
+    std::unordered_set<uint64_t> grams;
+    for (size_t i = 0; i + n <= prompt.size(); i++) grams.insert(key(&prompt[i]));
+    std::vector<int32_t> all = prompt;
+    all.insert(all.end(), output.begin(), output.end());
+    int hits = 0;
+    for (size_t i = prompt.size(); i < all.size(); i++) hits += grams.count(key(&all[i + 1 - n])) ? 1 : 0;
+    return (double)hits / (double)output.size();
+}
 
 // The user message wrapped in the model's chat turn tokens (by hand: the chat layer is separate).
 std::string wrap_chat(const Tokenizer& tok, const std::string& user) {
@@ -76,36 +106,49 @@ double median(std::vector<double> v) {
 // One pass of the whole prompt set with one configuration.
 void run_config(Engine& eng, const BenchSpecOptions& o, const std::vector<std::vector<int32_t>>& prompts,
                 SpecShared* shared, ConfigResult& res, bool first_rep) {
-    double ms = 0;
+    double ms = 0, cpu = 0;
     int64_t tokens = 0;
+    // --keep-spec: one Speculator for the pass, as a server slot keeps its drafters and depth policy
+    // across requests; otherwise each prompt starts a fresh one, like a new `bee run`.
+    std::unique_ptr<Speculator> kept = shared && o.keep_spec ? std::make_unique<Speculator>(*shared) : nullptr;
     for (size_t i = 0; i < prompts.size(); i++) {
+        double cpu_first = -1;  // at the first generated token: the prompt's CPU time is left out
+        const auto on_token = [&cpu_first](int32_t) {
+            if (cpu_first < 0) cpu_first = process_cpu_ms();
+        };
         eng.kv().clear();
         Sampler sampler(o.sampling, eng.model().hparams().n_vocab);
-        std::unique_ptr<Speculator> spec = shared ? std::make_unique<Speculator>(*shared) : nullptr;
+        std::unique_ptr<Speculator> fresh = shared && !kept ? std::make_unique<Speculator>(*shared) : nullptr;
+        Speculator* spec = kept ? kept.get() : fresh.get();
         GenerateOptions go;
         go.n_predict = o.n_predict;
         go.n_batch = o.model.n_batch;
         go.ignore_eos = o.ignore_eos;
-        GenerateResult g = generate_tokens(eng, sampler, spec.get(), prompts[i], go);
+        GenerateResult g = generate_tokens(eng, sampler, spec, prompts[i], go, on_token);
         ms += g.predicted_ms;
+        if (cpu_first >= 0) cpu += process_cpu_ms() - cpu_first;
         tokens += (int64_t)g.tokens.size();
         if (first_rep) {
             res.tokens += (int64_t)g.tokens.size();
             res.decodes += g.n_decodes;
-            if (spec) res.stats.merge(spec->stats());
+            res.decodes_per_prompt.push_back(g.n_decodes);
+            if (fresh) res.stats.merge(fresh->stats());
             res.outputs.push_back(std::move(g.tokens));
         }
     }
+    if (kept && first_rep) res.stats.merge(kept->stats());
     res.tps.push_back(ms > 0 ? (double)tokens * 1000.0 / ms : 0);
+    res.cpu_tps.push_back(cpu > 0 ? (double)tokens * 1000.0 / cpu : 0);
 }
 
 void print_md(const std::vector<ConfigResult>& rs, const BenchSpecOptions& o, const std::string& model) {
     printf("model %s, prompts %s, n %d, reps %d, temp %.2f, depth policy %s\n\n", model.c_str(), o.prompts.c_str(),
            o.n_predict, o.reps, o.sampling.temp,
            o.spec.params.depth.adaptive ? o.spec.params.depth.controller.c_str() : "fixed");
-    printf("| spec type | t/s (median) | speed-up | tokens/decode | mean acc len | accepted/drafted | acc rate per position (1..8) | same tokens |\n");
-    printf("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
-    const double base = median(rs[0].tps);
+    printf("| spec type | t/s (median) | speed-up | CPU speed-up | tokens/decode | rows/decode | mean acc len | "
+           "accepted/drafted | acc rate per position (1..8) | same tokens |\n");
+    printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
+    const double base = median(rs[0].tps), cpu_base = median(rs[0].cpu_tps);
     for (const ConfigResult& r : rs) {
         const int64_t gen = r.stats.draft_n(), acc = r.stats.draft_n_accepted();
         int64_t calls = 0;
@@ -116,10 +159,51 @@ void print_md(const std::vector<ConfigResult>& rs, const BenchSpecOptions& o, co
         }
         std::string pos;
         for (int64_t a : at) pos += strfmt("%.2f ", calls ? (double)a / (double)calls : 0.0);
-        printf("| %s | %.2f | %.2fx | %.2f | %.2f | %lld/%lld | %s| %s |\n", r.name.c_str(), median(r.tps),
-               base > 0 ? median(r.tps) / base : 0.0, r.decodes ? (double)r.tokens / (double)r.decodes : 0.0,
-               calls ? 1.0 + (double)acc / (double)calls : 1.0, (long long)acc, (long long)gen, pos.c_str(),
-               r.same_as_none ? "yes" : "NO");
+        // rows/decode: 1 + draft rows verified per target decode — with the cost curve, what the tokens
+        // per decode were bought with
+        printf("| %s | %.2f | %.2fx | %.2fx | %.2f | %.2f | %.2f | %lld/%lld | %s| %s |\n", r.name.c_str(),
+               median(r.tps), base > 0 ? median(r.tps) / base : 0.0,
+               cpu_base > 0 ? median(r.cpu_tps) / cpu_base : 0.0,
+               r.decodes ? (double)r.tokens / (double)r.decodes : 0.0,
+               r.decodes ? 1.0 + (double)gen / (double)r.decodes : 0.0, calls ? 1.0 + (double)acc / (double)calls : 1.0,
+               (long long)acc, (long long)gen, pos.c_str(), r.same_as_none ? "yes" : "NO");
+    }
+    // The drafters' own time (draft + observe/accept + begin) against the generation time of the first
+    // pass: what speculation costs besides the wider verify batches.
+    printf("\n");
+    for (const ConfigResult& r : rs) {
+        if (r.stats.drafters.empty() || r.tps.empty() || r.tps[0] <= 0) continue;
+        double ms = 0;
+        int64_t calls = 0;
+        for (const DrafterStats& d : r.stats.drafters) {
+            ms += d.ms_draft + d.ms_accept + d.ms_begin;
+            calls += d.n_draft;
+        }
+        const double gen_ms = (double)r.tokens * 1000.0 / r.tps[0];
+        printf("drafting overhead %s: %.3f ms in %lld draft calls, %.2f%% of generation time\n", r.name.c_str(), ms,
+               (long long)calls, gen_ms > 0 ? 100.0 * ms / gen_ms : 0.0);
+    }
+}
+
+// Per prompt: prompt and output length (without speculation), 2/4/8-gram overlap of the output with the
+// prompt, and tokens per decode for every configuration.
+void print_per_prompt(const std::vector<ConfigResult>& rs, const std::vector<std::vector<int32_t>>& prompts) {
+    printf("\nper prompt (tokens/decode per configuration; overlap = share of output tokens ending an n-gram "
+           "found in the prompt)\n\n| # | prompt tok | output tok | overlap 2/4/8 |");
+    for (const ConfigResult& r : rs) printf(" %s |", r.name.c_str());
+    printf("\n| ---: | ---: | ---: | --- |");
+    for (size_t c = 0; c < rs.size(); c++) printf(" ---: |");
+    printf("\n");
+    for (size_t i = 0; i < prompts.size(); i++) {
+        const std::vector<int32_t>& out = rs[0].outputs[i];
+        printf("| %zu | %zu | %zu | %.2f %.2f %.2f |", i + 1, prompts[i].size(), out.size(),
+               prompt_overlap(prompts[i], out, 2), prompt_overlap(prompts[i], out, 4),
+               prompt_overlap(prompts[i], out, 8));
+        for (const ConfigResult& r : rs) {
+            const int d = r.decodes_per_prompt[i];
+            printf(" %.2f |", d ? (double)r.outputs[i].size() / d : 0.0);
+        }
+        printf("\n");
     }
 }
 
@@ -131,12 +215,15 @@ void print_json(const std::vector<ConfigResult>& rs) {
         for (const DrafterStats& d : r.stats.drafters)
             drafters.push_back({{"name", d.name}, {"gen_tokens", d.gen_tokens}, {"acc_tokens", d.acc_tokens},
                                 {"mean_acc_len", d.mean_acc_len()}, {"acc_at_pos", d.acc_at_pos},
-                                {"n_accept", d.n_accept}});
+                                {"n_accept", d.n_accept}, {"n_draft", d.n_draft}, {"ms_draft", d.ms_draft},
+                                {"ms_accept", d.ms_accept}, {"ms_begin", d.ms_begin}});
         arr.push_back({{"spec_type", r.name}, {"samples_ts", r.tps}, {"median_ts", median(r.tps)},
+                       {"samples_cpu_ts", r.cpu_tps},
                        {"speedup", base > 0 ? median(r.tps) / base : 0.0}, {"tokens", r.tokens},
                        {"decodes", r.decodes}, {"draft_n", r.stats.draft_n()},
                        {"draft_n_accepted", r.stats.draft_n_accepted()}, {"same_tokens", r.same_as_none},
-                       {"drafters", drafters}, {"outputs", r.outputs}});
+                       {"drafters", drafters}, {"outputs", r.outputs},
+                       {"decodes_per_prompt", r.decodes_per_prompt}});
     }
     printf("%s\n", arr.dump(1).c_str());
 }
@@ -157,6 +244,12 @@ int cmd_bench_spec(int argc, char** argv) {
     p.flag("--ignore-eos", &o.ignore_eos, "keep generating after end-of-generation tokens (every run is -n long)");
     p.i32("-r,--repetitions", &o.reps, "passes over the set (configurations alternate within each) [1]", 1, 1000);
     p.str("-o,--output", &o.output, "FMT", "md or json [md]");
+    p.flag("--keep-spec", &o.keep_spec, "one speculator (drafters + depth policy) for all prompts of a pass, as a "
+           "server slot keeps it across requests (default: a fresh one per prompt)");
+    p.flag("--per-prompt", &o.per_prompt, "md: also print tokens per decode and prompt n-gram overlap per prompt");
+    p.i32("--cost-curve", &o.cost_curve, "K: first time one decode of 1+k rows, k = 0..K, after the first prompt "
+          "(the verify cost curve); -1 off [-1]", -1, 1024);
+    p.i32("--cost-reps", &o.cost_reps, "repetitions of the cost curve (median kept) [9]", 1, 1000);
     try {
         if (!p.parse(argc, argv)) return 0;
         if (o.model.model.empty()) fail("no model given (use -m FILE)");
@@ -170,6 +263,10 @@ int cmd_bench_spec(int argc, char** argv) {
         std::vector<std::vector<int32_t>> prompts;
         for (const std::string& u : load_prompts(o.prompts))
             prompts.push_back(model->tokenizer().encode(wrap_chat(model->tokenizer(), u), true, true));
+        if (o.cost_curve >= 0)
+            print_verify_cost(o.output == "json" ? stderr : stdout,
+                              measure_verify_cost(eng, prompts[0], o.cost_curve, o.cost_reps), prompts[0].size(),
+                              o.cost_reps);
         std::vector<std::string> configs{"none"};
         if (o.types.empty()) {
             for (const DrafterKind& k : drafter_kinds())
@@ -194,11 +291,13 @@ int cmd_bench_spec(int argc, char** argv) {
                 std::unique_ptr<SpecShared> shared;
                 if (!params[c].types.empty()) shared = std::make_unique<SpecShared>(params[c], *model);
                 run_config(eng, o, prompts, shared.get(), results[c], rep == 0);
-                fprintf(stderr, "rep %d: %-28s %.2f t/s\n", rep + 1, configs[c].c_str(), results[c].tps.back());
+                fprintf(stderr, "rep %d: %-28s %.2f t/s, %.2f t/CPU-s\n", rep + 1, configs[c].c_str(),
+                        results[c].tps.back(), results[c].cpu_tps.back());
             }
         for (ConfigResult& r : results) r.same_as_none = r.outputs == results[0].outputs;
         if (o.output == "json") print_json(results);
         else print_md(results, o, o.model.model);
+        if (o.output == "md" && o.per_prompt) print_per_prompt(results, prompts);
         return 0;
     } catch (const Error& e) {
         fprintf(stderr, "error: %s\n", e.what());

@@ -1,11 +1,13 @@
 // app/cmd_serve: `bee serve` — the OpenAI-compatible HTTP server (llama-server's flag names). Options
 // for the server, slots and reasoning are defined here; model and sampling groups come from app/args.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <pthread.h>
 
 #include "app/args.h"
+#include "app/args_spec.h"
 #include "app/commands.h"
 #include "base/error.h"
 #include "base/log.h"
@@ -19,6 +21,7 @@ namespace {
 
 struct ServeOptions {
     ModelOptions model;
+    SpecOptions spec;
     server::ServerParams srv;
     int32_t n_parallel = -1;
     int32_t cache_ram_mib = 8192;
@@ -57,6 +60,7 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     });
     p.flag("--metrics", &s.metrics, "enable GET /metrics (Prometheus)");
     p.flag("--no-slots", &o.no_slots, "disable GET /slots");
+    p.str("--slot-save-path", &s.slot_save_path, "DIR", "enable POST /slots/ID?action=save|restore|erase, files in DIR");
     p.str("-a,--alias", &s.alias, "NAME", "model name reported by the API (default: the file name)");
     p.i32("-n,--n-predict", &s.n_predict, "default max tokens per request (-1: no limit) [-1]", -1, INT32_MAX);
 }
@@ -141,6 +145,10 @@ void finish_options(ServeOptions& o) {
         }
         if (!s.chat_template_kwargs.is_object()) fail("--chat-template-kwargs must be a JSON object");
     }
+    // Speculative decoding per slot; a draft model (-md) gets its own engine per slot, sized like a slot.
+    const int32_t n_ctx_slot = s.sched.kv_unified ? o.model.n_ctx : o.model.n_ctx / std::max(1, s.sched.n_parallel);
+    finish_spec_options(o.spec, n_ctx_slot, o.model.n_threads);
+    s.sched.spec = o.spec.params;
     s.reasoning_format = server::parse_reasoning_format(o.reasoning_format, "--reasoning-format");
     s.loop_guard.mode = chat::parse_loop_guard_mode(o.loop_guard, "--reasoning-loop-guard");
     s.loop_guard.validate("--reasoning-loop-*");
@@ -153,6 +161,7 @@ int cmd_serve(int argc, char** argv) {
     ArgParser p("bee serve", "OpenAI-compatible HTTP server (llama-server flags).");
     add_model_options(p, o.model);
     add_sampling_options(p, o.srv.sampling);
+    add_spec_options(p, o.spec);
     add_server_options(p, o);
     add_slot_options(p, o);
     add_chat_options(p, o);

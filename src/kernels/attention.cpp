@@ -1,5 +1,5 @@
-// kernels/attention: one attention driver (fixed-tile online softmax) for every KV type; the only thing
-// that varies per type is how one stored head is decoded to floats (KvOps::decode).
+// kernels/attention: one attention driver (fixed-tile online softmax) for every KV type; what varies per
+// type is how a tile of stored heads is scored and accumulated (KvOps, kernels_impl.h).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,7 +18,7 @@ namespace {
 
 // Cells per tile of the online softmax. Tiles are cut by index in the row's visible list, so a row's
 // result depends only on its list, never on the batch (DESIGN.md invariant 2).
-constexpr int kTile = 32;
+constexpr int kTile = kAttnTile;
 
 void exp_scalar(float* x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = expf(x[i]);
@@ -39,13 +39,16 @@ struct AttnJob {
     const float* v_dec = nullptr;
 };
 
-// Per-thread scratch: nh queries (dk each), nh accumulators (dv each), one decoded K and V head,
-// nh tiles of scores, per-head running max and sum.
+// Per-thread scratch: nh queries (dk each), nh accumulators (dv each), a tile of K and V heads decoded
+// for types without fused tile kernels, the tile's head pointers, nh tiles of scores, per-head running
+// max and sum.
 struct Scratch {
     std::vector<float> q, acc, kbuf, vbuf, s, m, l;
+    const uint8_t* kptr[kTile];
+    const uint8_t* vptr[kTile];
     void fit(const AttnJob& j) {
         const size_t nh = (size_t)j.heads_per_task;
-        q.resize(nh * j.dk), acc.resize(nh * j.dv), kbuf.resize(j.dk), vbuf.resize(j.dv);
+        q.resize(nh * j.dk), acc.resize(nh * j.dv), kbuf.resize((size_t)kTile * j.dk), vbuf.resize((size_t)kTile * j.dv);
         s.resize(nh * kTile), m.resize(nh), l.resize(nh);
     }
 };
@@ -61,18 +64,31 @@ void prepare_query(const AttnJob& j, const float* q, float* qp) {
         for (int g = 0; g < j.dk; g += j.kops.rot_group) turbo_rotate(qp + g, j.kops.rot_group);
 }
 
-// Kv head kvh of cell c as floats: pre-decoded, read in place (F32), or decoded into buf.
-inline const float* head_floats(const KvOps& ops, const float* dec, const uint8_t* base, size_t cell_bytes,
-                                size_t head_bytes, int n_head_kv, int c, int kvh, float* buf, int n) {
-    if (dec) return dec + ((size_t)c * n_head_kv + kvh) * n;
-    const uint8_t* p = base + (size_t)c * cell_bytes + kvh * head_bytes;
-    if (!ops.decode) return (const float*)p;
-    ops.decode(p, buf, n);
-    return buf;
+// The kernel that reads kv head kvh of a tile's cells, and the head pointers it reads (ptrs[c]): the
+// type's fused kernel on the stored bytes, else the f32 kernel on pre-decoded cells (dec), on F32 rows
+// read in place, or on heads decoded into buf here. Either way the same bits (kernels_impl.h).
+template <class Fn>
+Fn tile_heads(const KvOps& ops, Fn fused, Fn f32, const float* dec, const uint8_t* base, size_t cell_bytes,
+              size_t head_bytes, int n_head_kv, const int32_t* cells, int nt, int kvh, int n, float* buf,
+              const uint8_t** ptrs) {
+    for (int c = 0; c < nt; c++) {
+        if (dec) {
+            ptrs[c] = (const uint8_t*)(dec + ((size_t)cells[c] * n_head_kv + kvh) * n);
+            continue;
+        }
+        const uint8_t* p = base + (size_t)cells[c] * cell_bytes + kvh * head_bytes;
+        if (fused || !ops.decode) {
+            ptrs[c] = p;
+            continue;
+        }
+        ops.decode(p, buf + (size_t)c * n, n);
+        ptrs[c] = (const uint8_t*)(buf + (size_t)c * n);
+    }
+    return !dec && fused ? fused : f32;
 }
 
-// Query heads h0..h0+nh-1 of row r, all reading kv head kvh. Each K and V head is decoded once per
-// cell and used by every query head of the task (GQA); each head's arithmetic is the same whatever
+// Query heads h0..h0+nh-1 of row r, all reading kv head kvh. The tile kernels load each K and V head
+// once per cell for every query head of the task (GQA); each head's arithmetic is the same whatever
 // nh is, so the split of heads into tasks never changes a result.
 void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) {
     const AttentionArgs& a = *j.a;
@@ -88,19 +104,18 @@ void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) 
     const float inv_cap = a.softcap > 0 ? 1.0f / a.softcap : 0.0f;
     for (int t0 = 0; t0 < n; t0 += kTile) {
         const int nt = n - t0 < kTile ? n - t0 : kTile;
-        for (int c = 0; c < nt; c++) {
-            const float* k = head_floats(j.kops, j.k_dec, a.k, a.k_cell_bytes, j.k_head_bytes, a.n_head_kv,
-                                         cells[t0 + c], kvh, w.kbuf.data(), dk);
-            for (int i = 0; i < nh; i++) {
-                float x = a.scale * j.math.dot(w.q.data() + (size_t)i * dk, k, dk);
-                if (a.softcap > 0) x = a.softcap * tanhf(x * inv_cap);
-                w.s[i * kTile + c] = x;
-            }
-        }
+        const KvScoreFn score = tile_heads(j.kops, j.kops.score, j.math.score, j.k_dec, a.k, a.k_cell_bytes,
+                                           j.k_head_bytes, a.n_head_kv, cells + t0, nt, kvh, dk, w.kbuf.data(), w.kptr);
+        score(w.q.data(), nh, dk, w.kptr, nt, w.s.data());
         for (int i = 0; i < nh; i++) {
             float* s = w.s.data() + i * kTile;
             float tmax = -INFINITY;
-            for (int c = 0; c < nt; c++) tmax = s[c] > tmax ? s[c] : tmax;
+            for (int c = 0; c < nt; c++) {
+                float x = a.scale * s[c];
+                if (a.softcap > 0) x = a.softcap * tanhf(x * inv_cap);
+                s[c] = x;
+                tmax = x > tmax ? x : tmax;
+            }
             if (tmax > w.m[i]) {
                 if (w.m[i] != -INFINITY) {
                     const float corr = expf(w.m[i] - tmax);
@@ -112,16 +127,11 @@ void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) 
             }
             for (int c = 0; c < nt; c++) s[c] -= w.m[i];
             j.exp_fn(s, nt);
+            for (int c = 0; c < nt; c++) w.l[i] += s[c];
         }
-        for (int c = 0; c < nt; c++) {
-            const float* v = head_floats(j.vops, j.v_dec, a.v, a.v_cell_bytes, j.v_head_bytes, a.n_head_kv,
-                                         cells[t0 + c], kvh, w.vbuf.data(), dv);
-            for (int i = 0; i < nh; i++) {
-                const float p = w.s[i * kTile + c];
-                w.l[i] += p;
-                j.math.axpy(w.acc.data() + (size_t)i * dv, p, v, dv);
-            }
-        }
+        const KvAccumFn accum = tile_heads(j.vops, j.vops.accum, j.math.accum, j.v_dec, a.v, a.v_cell_bytes,
+                                           j.v_head_bytes, a.n_head_kv, cells + t0, nt, kvh, dv, w.vbuf.data(), w.vptr);
+        accum(w.acc.data(), nh, dv, w.s.data(), w.vptr, nt);
     }
     for (int i = 0; i < nh; i++) {
         float* acc = w.acc.data() + (size_t)i * dv;
@@ -181,8 +191,13 @@ void decode_cells(ThreadPool& pool, AttnJob& j, DecodedCells& d) {
 KvOps kv_ops_for(GgmlType t) {
     KvOps ops = kv_scalar::ops(t);
     const Isa isa = cpu_isa();
-    if (isa >= Isa::avx2 && avx2_ops::kv_ops(t).decode) ops.decode = avx2_ops::kv_ops(t).decode;
-    if (isa >= Isa::avx512 && avx512_ops::kv_ops(t).decode) ops.decode = avx512_ops::kv_ops(t).decode;
+    auto take = [&ops](const KvOps& o) {
+        if (o.decode) ops.decode = o.decode;
+        ops.score = o.score;  // fused kernels only from the active ISA (they match its AttnMath)
+        ops.accum = o.accum;
+    };
+    if (isa >= Isa::avx2) take(avx2_ops::kv_ops(t));
+    if (isa >= Isa::avx512) take(avx512_ops::kv_ops(t));
     return ops;
 }
 
@@ -211,11 +226,12 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
     j.k_head_bytes = kv_head_bytes(a.k_type, a.head_dim);
     j.v_head_bytes = kv_head_bytes(a.v_type, a.head_dim);
     j.group = a.n_head / a.n_head_kv;
-    // note: a task takes every query head of a kv head (one decode per cell serves them all) unless
-    // that leaves threads idle (a single generated row): then groups are halved until there are
-    // enough tasks. Results do not depend on the split (see attend_heads).
+    // note: a task takes every query head of a kv head (each K / V head is loaded once for them all)
+    // unless that leaves threads idle (a single generated row with fewer kv heads than threads): then
+    // groups are halved until every thread has a task, at the cost of loading the cells once per task.
+    // Results do not depend on the split (see attend_heads).
     j.heads_per_task = j.group;
-    while (j.heads_per_task > 1 && a.n_rows * a.n_head_kv * ((j.group + j.heads_per_task - 1) / j.heads_per_task) < 2 * pool.size())
+    while (j.heads_per_task > 1 && a.n_rows * a.n_head_kv * ((j.group + j.heads_per_task - 1) / j.heads_per_task) < pool.size())
         j.heads_per_task = (j.heads_per_task + 1) / 2;
     const int tasks_per_kvh = (j.group + j.heads_per_task - 1) / j.heads_per_task;
     static thread_local DecodedCells decoded;

@@ -30,8 +30,8 @@ QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type) {
     return tr->quantize_row;
 }
 
-const GemmKernel* gemm_kernel_for(GgmlType t) {
-    if (cpu_isa() >= Isa::avx512) return avx512::gemm_kernel(t);
+const GemmKernel* gemm_kernel_for(GgmlType t, WeightLayout layout) {
+    if (cpu_isa() >= Isa::avx512) return avx512::gemm_kernel(t, layout);
     return nullptr;
 }
 

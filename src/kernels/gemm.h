@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "gguf/ggml_type.h"
+#include "kernels/repack.h"
 
 namespace bee {
 
@@ -23,10 +24,14 @@ struct GemmKernel {
     void (*prepare)(const void* act_row, void* dst, int64_t n);  // act_type row -> the tile's layout
     GemmTileFn tile;
     int max_rows, max_cols;
+    // Repacked layouts (kernels/repack.h): the w and w_stride a tile of weight rows [o, o + max_rows)
+    // takes, o a multiple of max_rows, in a (n_out, n_in) matrix at `base`. nullptr: GGUF rows
+    // (w = base + o * row bytes, w_stride = row bytes).
+    void (*locate)(const uint8_t* base, int64_t n_out, int64_t n_in, int64_t o, const uint8_t** w, size_t* w_stride);
 };
 
-// The blocked kernel for weight type t on the active ISA, or nullptr (matmul then calls vec_dot per
-// output element).
-const GemmKernel* gemm_kernel_for(GgmlType t);
+// The blocked kernel for weight type t stored in `layout` on the active ISA, or nullptr (for gguf,
+// matmul then calls vec_dot per output element).
+const GemmKernel* gemm_kernel_for(GgmlType t, WeightLayout layout = WeightLayout::gguf);
 
 }  // namespace bee

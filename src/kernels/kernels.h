@@ -8,6 +8,7 @@
 
 #include "base/thread_pool.h"
 #include "gguf/ggml_type.h"
+#include "kernels/repack.h"
 #include "quant/quant.h"
 
 namespace bee {
@@ -23,8 +24,10 @@ QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type);
 // here it aborts). Each x row is converted once to the vec_dot_type in a scratch buffer owned by the
 // calling thread; threads split output rows in fixed chunks; y[t][o] is one vec_dot call, or one
 // element of a blocked tile (kernels/gemm.h) reduced exactly as when the tile holds only that element.
+// `layout`: how W is stored (kernels/repack.h). A repacked W gives the same bits as its GGUF copy; on an
+// ISA without a tile for that layout (BEE_CPU / tests), each row is unpacked back and takes vec_dot.
 void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in,
-            const float* x, int64_t n_tok, float* y);
+            const float* x, int64_t n_tok, float* y, WeightLayout layout = WeightLayout::gguf);
 
 // Copies rows `ids` of a (n_rows, n) matrix of type `type` into dst (ids.size(), n) as float.
 void get_rows(GgmlType type, const void* w, int64_t n, const int32_t* ids, int64_t n_ids, float* dst);

@@ -6,32 +6,45 @@
 
 namespace bee {
 
-// Attention per KV type (one driver in attention.cpp): the only per-type step is decoding one stored
-// head (whole blocks, n = head width padded to the block size, quant/turbo.h kv_padded_dim) to n
-// floats, once per cell for all the query heads that share it; scores and the V accumulation are
-// then plain float dot / axpy (AttnMath) on the active ISA.
-// rot_group > 0 (TurboQuant types): decode gives the rotated-domain values (centroid · norm, no inverse
-// rotation), so the driver rotates q once before the dots and un-rotates the accumulated output once.
-// decode == nullptr with supported: F32 rows are read in place.
+// Attention per KV type (one driver in attention.cpp, tiles of kAttnTile cells): the per-type steps are
+// scoring a tile of stored K heads against the query heads of a GQA group and adding a tile of stored V
+// heads, weighted, to their accumulators. Heads are whole blocks (n = head width padded to the block
+// size, quant/turbo.h kv_padded_dim).
+// rot_group > 0 (TurboQuant types): stored values are in the rotated domain (centroid · norm, no inverse
+// rotation), so the driver rotates q once before scoring and un-rotates the accumulated output once.
+// decode turns one stored head into n floats (nullptr with supported: F32 rows are read in place).
+// note: score / accum (optional per type and ISA) read the stored bytes directly, converting in
+// registers with no per-cell buffer. They must give the same bits as decode followed by the ISA's
+// f32 tile kernels (AttnMath), which the driver uses on pre-decoded cells when several query rows
+// share them: a row's result must not depend on the batch (DESIGN.md invariant 2).
+constexpr int kAttnTile = 32;
 using KvDecodeFn = void (*)(const uint8_t* head, float* out, int n);
+// s[i * kAttnTile + c] = dot(q_i, K_c) for i < nh query heads (q: nh x dk floats), c < nt <= kAttnTile
+// cells (heads[c]: cell c's stored K head). The per-cell reduction order is fixed by the ISA.
+using KvScoreFn = void (*)(const float* q, int nh, int dk, const uint8_t* const* heads, int nt, float* s);
+// acc_i[e] += p[i * kAttnTile + c] * V_c[e] for c = 0..nt-1 in order, one fused multiply-add each
+// (acc: nh x dv floats).
+using KvAccumFn = void (*)(float* acc, int nh, int dv, const float* p, const uint8_t* const* heads, int nt);
 struct KvOps {
     KvDecodeFn decode = nullptr;
     int rot_group = 0;
     bool supported = false;
+    KvScoreFn score = nullptr;  // fused (stored bytes); nullptr: decode + AttnMath::score
+    KvAccumFn accum = nullptr;
 };
 // Ops for KV type t on the active ISA (supported == false: not a KV type).
 KvOps kv_ops_for(GgmlType t);
 
-using F32DotFn = float (*)(const float* a, const float* b, int n);
-using F32AxpyFn = void (*)(float* acc, float p, const float* v, int n);  // acc[i] += p * v[i]
+// The tile kernels on f32 heads (heads[c] points at dk / dv floats).
 struct AttnMath {
-    F32DotFn dot;
-    F32AxpyFn axpy;
+    KvScoreFn score;
+    KvAccumFn accum;
 };
 AttnMath attn_math_for();
 
 // Per-ISA tables (kv_scalar.cpp, kv_avx2.cpp, kv_avx512.cpp); an ISA table returns decode == nullptr
-// for types it has no fast decoder for, and kv_ops_for keeps the next ISA down's.
+// for types it has no fast decoder for, and kv_ops_for keeps the next ISA down's. score / accum are
+// taken from the active ISA's table only (they must match that ISA's AttnMath bit for bit).
 namespace kv_scalar {
 KvOps ops(GgmlType t);
 AttnMath attn_math();

@@ -1,7 +1,8 @@
-// kernels/kv_avx2: AVX2+FMA+F16C KV head decoders per storage type — halves, legacy 32-blocks
-// (unpacked in registers), the scalar TurboQuant types (indices turned into centroids by one
-// in-register table lookup, _mm256_permutevar8x32_ps), TCQ (trellis states, then a gather) — and the
-// float dot / axpy of the attention driver.
+// kernels/kv_avx2: AVX2+FMA+F16C attention for every KV type: the tile kernels (scores of a tile of cells
+// for the query heads of a GQA group, the weighted V accumulation) on f32 heads and fused with the
+// stored-byte loaders of f16, bf16, q8_0 and the scalar TurboQuant types (indices turned into centroids
+// by one in-register table lookup, _mm256_permutevar8x32_ps); head decoders for the legacy 4/5-bit
+// blocks and TCQ (sliding trellis windows, then codebook loads), which go through the f32 kernels.
 #include <cstring>
 
 #include "base/fp16.h"
@@ -23,52 +24,9 @@ inline __m256 load_f16_tail(const uint8_t* p, int rem) {
     return _mm256_cvtph_ps(_mm_load_si128((const __m128i*)h));
 }
 
-float dot_f32(const float* q, const float* k, int n) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
-    int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), _mm256_loadu_ps(k + i), a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + i + 8), _mm256_loadu_ps(k + i + 8), a1);
-    }
-    for (; i < n; i += 8) {
-        const __m256i m = tail_mask(n - i);
-        a0 = _mm256_fmadd_ps(_mm256_maskload_ps(q + i, m), _mm256_maskload_ps(k + i, m), a0);
-    }
-    return hsum(_mm256_add_ps(a0, a1));
-}
-
-void axpy_f32(float* acc, float p, const float* v, int n) {
-    const __m256 vp = _mm256_set1_ps(p);
-    int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vp, _mm256_loadu_ps(v + i), _mm256_loadu_ps(acc + i)));
-    }
-    if (i < n) {
-        const __m256i m = tail_mask(n - i);
-        _mm256_maskstore_ps(acc + i, m, _mm256_fmadd_ps(vp, _mm256_maskload_ps(v + i, m), _mm256_maskload_ps(acc + i, m)));
-    }
-}
-
-// f16: any n (no blocks).
-void decode_f16(const uint8_t* head, float* out, int n) {
-    int i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, load_f16x8(head + 2 * i));
-    if (i < n) _mm256_maskstore_ps(out + i, tail_mask(n - i), load_f16_tail(head + 2 * i, n - i));
-}
-
-// bf16: widened by a 16-bit shift; any n (bf16 has no blocks).
+// bf16: widened by a 16-bit shift.
 inline __m256 load_bf16x8(const uint8_t* p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)p)), 16));
-}
-
-void decode_bf16(const uint8_t* head, float* out, int n) {
-    int i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, load_bf16x8(head + 2 * i));
-    for (; i < n; i++) {
-        bf16_t h;
-        memcpy(&h, head + 2 * i, 2);
-        out[i] = bf16_to_fp32(h);
-    }
 }
 
 // ---- block types: an unpacker turns a block of B values into B/8 vectors of floats ----------------
@@ -81,16 +39,6 @@ inline float half_at(const uint8_t* p) {  // F16C: one instruction instead of th
     memcpy(&h, p, 2);
     return _cvtsh_ss(h);
 }
-
-// Q8_0: d · q.
-struct UnpackQ8_0 {
-    static constexpr int kValues = 32, kBytes = 34;
-    static void unpack(const uint8_t* p, __m256* out) {
-        const __m256 d = _mm256_set1_ps(half_at(p));
-        for (int k = 0; k < 4; k++)
-            out[k] = _mm256_mul_ps(d, bytes_to_ps(_mm_loadl_epi64((const __m128i*)(p + 2 + 8 * k))));
-    }
-};
 
 // The 32 4-bit values of a legacy block (element j: low nibble of qs[j] for j < 16, else the high
 // nibble of qs[j-16]) as 32 bytes, plus an optional 5th bit from qh (bit j), times d plus offset.
@@ -174,54 +122,206 @@ struct UnpackTurbo {
     }
 };
 
-template <class U>
-void decode_turbo(const uint8_t* head, float* out, int n) {
-    __m256 t0, t1;
-    U::tables(&t0, &t1);
-    for (int b = 0; b < n / U::kValues; b++) {
-        const uint8_t* blk = head + (size_t)b * U::kBytes;
-        const __m256 norm = _mm256_set1_ps(half_at(blk));
-        float* o = out + b * U::kValues;
-        for (int c = 0; c < U::kValues / 8; c++)
-            _mm256_storeu_ps(o + 8 * c, _mm256_mul_ps(norm, U::lookup(U::indices(blk, c), t0, t1)));
-    }
-}
-
-// TCQ (spec §5 decode): state_t is the 6+k bits at stream bit k·t. Eight windows at a time: gather
-// the 32-bit words at byte k·t/8 (from a copy of the block padded so the last window stays inside),
-// shift by k·t mod 8, mask; then gather codebook[state] and scale by the norm.
+// TCQ (spec §5 decode): state_t is the 6+k bits at stream bit k·t, looked up in the 2^(6+k)-entry
+// codebook and scaled by the norm. note: sixteen steps span 16k + 6 <= 54 bits starting on a byte
+// boundary, so one 64-bit load serves 16 windows, cut out by constant shifts in general registers;
+// the codebook lookups are plain loads (AVX2 gathers were 5-8x slower than the whole f16 attention).
+// The load is moved back inside the block (qs and the pad byte) where it would read past it.
 template <int kBits>
 void decode_tcq(const uint8_t* head, float* out, int n) {
     const float* cb = kBits == 3 ? kTcqCodebook3 : kTcqCodebook2;
-    constexpr size_t kBytes = kBits == 3 ? sizeof(BlockTurbo3Tcq) : sizeof(BlockTurbo2Tcq);
-    const __m256i bit0 = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(kBits));
-    const __m256i mask = _mm256_set1_epi32((1 << (6 + kBits)) - 1), seven = _mm256_set1_epi32(7);
-    alignas(32) uint8_t qs[kBytes + 4] = {};
+    constexpr int kBytes = kBits == 3 ? sizeof(BlockTurbo3Tcq) : sizeof(BlockTurbo2Tcq);
+    constexpr int kAvail = kBytes - 2;  // stream bytes and the pad byte
+    constexpr uint64_t kMask = (1u << (6 + kBits)) - 1;
     for (int b = 0; b < n / kTcqGroup; b++) {
         const uint8_t* blk = head + (size_t)b * kBytes;
-        memcpy(qs, blk + 2, kBytes - 2);
+        float* o = out + b * kTcqGroup;
+        for (int m = 0; m < kTcqGroup / 16; m++) {
+            int byte = kBits * 16 * m / 8, shift = 0;
+            if (byte + 8 > kAvail) shift = 8 * (byte + 8 - kAvail), byte = kAvail - 8;
+            uint64_t w;
+            memcpy(&w, blk + 2 + byte, 8);
+            w >>= shift;
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; j++) o[16 * m + j] = cb[(w >> (kBits * j)) & kMask];  // constant shifts
+        }
         const __m256 norm = _mm256_set1_ps(half_at(blk));
-        for (int t = 0; t < kTcqGroup; t += 8) {
-            const __m256i bp = _mm256_add_epi32(bit0, _mm256_set1_epi32(kBits * t));
-            const __m256i w = _mm256_i32gather_epi32((const int*)qs, _mm256_srli_epi32(bp, 3), 1);
-            const __m256i st = _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_and_si256(bp, seven)), mask);
-            _mm256_storeu_ps(out + b * kTcqGroup + t, _mm256_mul_ps(norm, _mm256_i32gather_ps(cb, st, 4)));
+        for (int c = 0; c < kTcqGroup; c += 8) _mm256_storeu_ps(o + c, _mm256_mul_ps(norm, _mm256_loadu_ps(o + c)));
+    }
+}
+
+// ---- loaders: 8 values of a stored head from element e (a multiple of 8); rem (< 8: a tail) lanes ---
+// A decoder, the fused tile kernels and the f32 tile kernels all go through one loader per type, so
+// they see the same bits (kernels_impl.h).
+
+struct LoadF32 {
+    __m256 load(const uint8_t* h, int e, int rem) const {
+        const float* p = (const float*)h + e;
+        return rem >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, tail_mask(rem));
+    }
+};
+
+struct LoadF16 {
+    __m256 load(const uint8_t* h, int e, int rem) const {
+        return rem >= 8 ? load_f16x8(h + 2 * e) : load_f16_tail(h + 2 * e, rem);
+    }
+};
+
+struct LoadBF16 {
+    __m256 load(const uint8_t* h, int e, int rem) const {
+        if (rem >= 8) return load_bf16x8(h + 2 * e);
+        alignas(16) uint8_t b[16] = {};
+        memcpy(b, h + 2 * e, (size_t)rem * 2);
+        return load_bf16x8(b);
+    }
+};
+
+struct LoadQ8_0 {  // d · q; heads are whole 32-value blocks
+    __m256 load(const uint8_t* h, int e, int) const {
+        const uint8_t* blk = h + (size_t)(e / 32) * 34;
+        return _mm256_mul_ps(_mm256_set1_ps(half_at(blk)), bytes_to_ps(_mm_loadl_epi64((const __m128i*)(blk + 2 + e % 32))));
+    }
+};
+
+template <GgmlType T, int kBits, int kGroup>
+struct LoadTurbo {
+    using U = UnpackTurbo<T, kBits, kGroup>;
+    __m256 t0, t1;
+    LoadTurbo() { U::tables(&t0, &t1); }
+    __m256 load(const uint8_t* h, int e, int) const {
+        const uint8_t* blk = h + (size_t)(e / kGroup) * U::kBytes;
+        return _mm256_mul_ps(_mm256_set1_ps(half_at(blk)), U::lookup(U::indices(blk, e % kGroup / 8), t0, t1));
+    }
+};
+
+template <class L>
+void decode_with(const uint8_t* head, float* out, int n) {
+    const L ld;
+    for (int e = 0; e < n; e += 8) {
+        if (n - e >= 8) _mm256_storeu_ps(out + e, ld.load(head, e, 8));
+        else _mm256_maskstore_ps(out + e, tail_mask(n - e), ld.load(head, e, n - e));
+    }
+}
+
+// ---- tile kernels -----------------------------------------------------------------------------------
+
+// The lane sums of 8 per-cell accumulators v[0..7], as one vector in cell order. Every cell's lanes are
+// added in the same tree (j + j+4, then + 2, + 1) whatever its place among the 8, so a score depends
+// only on its own cell.
+inline __m256 reduce8(const __m256* v) {
+    __m256 w[4], x[2];
+    for (int k = 0; k < 4; k++)  // [a.lo + a.hi | b.lo + b.hi]: cells 2k, 2k+1, 4 lanes each
+        w[k] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x20),
+                             _mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x31));
+    for (int k = 0; k < 2; k++)  // half h: cells 4k+h, 4k+2+h, 2 lanes each
+        x[k] = _mm256_add_ps(_mm256_shuffle_ps(w[2 * k], w[2 * k + 1], 0x44), _mm256_shuffle_ps(w[2 * k], w[2 * k + 1], 0xEE));
+    // lane 4h + j holds cell 2j + h
+    const __m256 z = _mm256_add_ps(_mm256_shuffle_ps(x[0], x[1], 0x88), _mm256_shuffle_ps(x[0], x[1], 0xDD));
+    return _mm256_permutevar8x32_ps(z, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// NH query heads (q: NH x dk) against nt cells, 8 cells at a time: per cell one accumulator per head
+// (fma over dk in element order, each K chunk loaded once for all heads), then reduce8.
+template <class L, int NH>
+void score_heads(const L& ld, const float* q, int dk, const uint8_t* const* heads, int nt, float* s) {
+    for (int c0 = 0; c0 < nt; c0 += 8) {
+        const int ng = nt - c0 < 8 ? nt - c0 : 8;
+        __m256 part[NH][8];
+        for (int c = 0; c < 8; c++) {
+            __m256 acc[NH];
+            for (int i = 0; i < NH; i++) acc[i] = _mm256_setzero_ps();
+            for (int e = 0; c < ng && e < dk; e += 8) {
+                const int rem = dk - e;
+                const __m256 k = ld.load(heads[c0 + c], e, rem);
+                for (int i = 0; i < NH; i++) {
+                    const float* qi = q + i * dk + e;
+                    const __m256 qv = rem >= 8 ? _mm256_loadu_ps(qi) : _mm256_maskload_ps(qi, tail_mask(rem));
+                    acc[i] = _mm256_fmadd_ps(qv, k, acc[i]);
+                }
+            }
+            for (int i = 0; i < NH; i++) part[i][c] = acc[i];
+        }
+        for (int i = 0; i < NH; i++) {
+            float* si = s + i * kAttnTile + c0;
+            const __m256 r = reduce8(part[i]);
+            if (ng == 8) _mm256_storeu_ps(si, r);
+            else _mm256_maskstore_ps(si, tail_mask(ng), r);
+        }
+    }
+}
+
+template <class L>
+void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int nt, float* s) {
+    const L ld;
+    for (int i0 = 0; i0 < nh; i0 += 4) {  // at most 4 heads per pass: accumulators stay in registers
+        const float* qi = q + (size_t)i0 * dk;
+        float* si = s + i0 * kAttnTile;
+        switch (nh - i0) {
+            case 1: score_heads<L, 1>(ld, qi, dk, heads, nt, si); break;
+            case 2: score_heads<L, 2>(ld, qi, dk, heads, nt, si); break;
+            case 3: score_heads<L, 3>(ld, qi, dk, heads, nt, si); break;
+            default: score_heads<L, 4>(ld, qi, dk, heads, nt, si); break;
+        }
+    }
+}
+
+// acc_i[e0 .. e0 + 8 NV) of NH heads held in registers over the tile's cells (rem: valid values from
+// e0); each V chunk is loaded once per cell for all heads.
+template <class L, int NH, int NV>
+void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* p, const uint8_t* const* heads, int nt) {
+    const int rem = dv - e0;
+    const __m256i m = tail_mask(rem < 8 ? rem : 8);
+    __m256 a[NH][NV];
+    for (int i = 0; i < NH; i++)
+        for (int v = 0; v < NV; v++) a[i][v] = _mm256_maskload_ps(acc + (size_t)i * dv + e0 + 8 * v, m);
+    for (int c = 0; c < nt; c++) {
+        __m256 x[NV];
+        for (int v = 0; v < NV; v++) x[v] = ld.load(heads[c], e0 + 8 * v, rem - 8 * v);
+        for (int i = 0; i < NH; i++) {
+            const __m256 w = _mm256_set1_ps(p[i * kAttnTile + c]);
+            for (int v = 0; v < NV; v++) a[i][v] = _mm256_fmadd_ps(w, x[v], a[i][v]);
+        }
+    }
+    for (int i = 0; i < NH; i++)
+        for (int v = 0; v < NV; v++) _mm256_maskstore_ps(acc + (size_t)i * dv + e0 + 8 * v, m, a[i][v]);
+}
+
+template <class L, int NH>
+void accum_heads(const L& ld, float* acc, int dv, const float* p, const uint8_t* const* heads, int nt) {
+    int e0 = 0;
+    for (; e0 + 16 <= dv; e0 += 16) accum_chunk<L, NH, 2>(ld, acc, dv, e0, p, heads, nt);
+    for (; e0 < dv; e0 += 8) accum_chunk<L, NH, 1>(ld, acc, dv, e0, p, heads, nt);
+}
+
+template <class L>
+void accum_tile(float* acc, int nh, int dv, const float* p, const uint8_t* const* heads, int nt) {
+    const L ld;
+    for (int i0 = 0; i0 < nh; i0 += 4) {
+        float* ai = acc + (size_t)i0 * dv;
+        const float* pi = p + i0 * kAttnTile;
+        switch (nh - i0) {
+            case 1: accum_heads<L, 1>(ld, ai, dv, pi, heads, nt); break;
+            case 2: accum_heads<L, 2>(ld, ai, dv, pi, heads, nt); break;
+            case 3: accum_heads<L, 3>(ld, ai, dv, pi, heads, nt); break;
+            default: accum_heads<L, 4>(ld, ai, dv, pi, heads, nt); break;
         }
     }
 }
 
 template <class U>
 KvOps blocks() { return {decode_blocks<U>, 0, true}; }
+template <class L>
+KvOps fused(int rot_group) { return {decode_with<L>, rot_group, true, score_tile<L>, accum_tile<L>}; }
 template <GgmlType T, int kBits, int kGroup>
-KvOps turbo() { return {decode_turbo<UnpackTurbo<T, kBits, kGroup>>, kGroup, true}; }
+KvOps turbo() { return fused<LoadTurbo<T, kBits, kGroup>>(kGroup); }
 
 }  // namespace
 
 KvOps kv_ops(GgmlType t) {
     switch (t) {
-        case GgmlType::F16: return {decode_f16, 0, true};
-        case GgmlType::BF16: return {decode_bf16, 0, true};
-        case GgmlType::Q8_0: return blocks<UnpackQ8_0>();
+        case GgmlType::F16: return fused<LoadF16>(0);
+        case GgmlType::BF16: return fused<LoadBF16>(0);
+        case GgmlType::Q8_0: return fused<LoadQ8_0>(0);
         case GgmlType::Q4_0: return blocks<UnpackLegacy<false, false>>();
         case GgmlType::Q4_1: return blocks<UnpackLegacy<true, false>>();
         case GgmlType::Q5_0: return blocks<UnpackLegacy<false, true>>();
@@ -238,6 +338,6 @@ KvOps kv_ops(GgmlType t) {
     }
 }
 
-AttnMath attn_math() { return {dot_f32, axpy_f32}; }
+AttnMath attn_math() { return {score_tile<LoadF32>, accum_tile<LoadF32>}; }
 
 }  // namespace bee::avx2_ops

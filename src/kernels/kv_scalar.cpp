@@ -1,4 +1,4 @@
-// kernels/kv_scalar: the portable KV head decoders of every KV storage type and the float dot / axpy of
+// kernels/kv_scalar: the portable KV head decoders of every KV storage type and the f32 tile kernels of
 // the attention driver; the reference the AVX2 / AVX-512 tables are tested against, and the fallback
 // where they have no decoder.
 #include <cstring>
@@ -11,14 +11,28 @@ namespace bee::kv_scalar {
 
 namespace {
 
-float dot(const float* a, const float* b, int n) {
-    float s = 0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
-    return s;
+// Tile kernels on f32 heads: one sequential dot per (head, cell); the accumulation in cell order.
+void score(const float* q, int nh, int dk, const uint8_t* const* heads, int nt, float* s) {
+    for (int c = 0; c < nt; c++) {
+        const float* k = (const float*)heads[c];
+        for (int i = 0; i < nh; i++) {
+            const float* qi = q + (size_t)i * dk;
+            float x = 0;
+            for (int e = 0; e < dk; e++) x += qi[e] * k[e];
+            s[i * kAttnTile + c] = x;
+        }
+    }
 }
 
-void axpy(float* acc, float p, const float* v, int n) {
-    for (int i = 0; i < n; i++) acc[i] += p * v[i];
+void accum(float* acc, int nh, int dv, const float* p, const uint8_t* const* heads, int nt) {
+    for (int i = 0; i < nh; i++) {
+        float* a = acc + (size_t)i * dv;
+        for (int c = 0; c < nt; c++) {
+            const float* v = (const float*)heads[c];
+            const float w = p[i * kAttnTile + c];
+            for (int e = 0; e < dv; e++) a[e] += w * v[e];
+        }
+    }
 }
 
 // Float and legacy block types: the quant reference dequantizer.
@@ -68,6 +82,6 @@ KvOps ops(GgmlType t) {
 #undef BEE_KV_DEQUANT
 #undef BEE_KV_TURBO
 
-AttnMath attn_math() { return {dot, axpy}; }
+AttnMath attn_math() { return {score, accum}; }
 
 }  // namespace bee::kv_scalar

@@ -15,6 +15,14 @@ namespace {
 
 // Output rows per task. Fixed: the split never changes what a single output element computes.
 constexpr int64_t kRowsPerTask = 16;
+// The blocked driver's tasks are larger where the matrix allows (a multiple of 4 rows, so tiles and
+// rows4 groups never straddle tasks, which keeps every output's computation the same): about this many
+// tasks per thread, so threads claim fewer tasks (each claim is an atomic on a line both threads write)
+// and sweep longer contiguous runs of weights, ...
+constexpr int64_t kTasksPerThread = 16;
+// ... but one task's weight rows stay within this many bytes, so they remain in L2 while the token
+// tiles of a prompt sweep over them.
+constexpr size_t kTaskWeightBytes = 256 * 1024;
 // Tokens per tile inside a task: the tile's activation rows stay in L1/L2 while the task's weight rows
 // are swept, and the weight rows stay in cache across tiles.
 constexpr int64_t kTokTile = 8;
@@ -37,11 +45,15 @@ uint8_t* thread_scratch(size_t bytes) {
 uint8_t* activation_scratch(size_t bytes) { return thread_scratch<0>(bytes); }
 // One activation row in the kernel's act_type before it is prepared (per thread).
 uint8_t* row_scratch(size_t bytes) { return thread_scratch<1>(bytes); }
+// One weight row unpacked from a repacked layout back to GGUF bytes (per thread).
+uint8_t* weight_row_scratch(size_t bytes) { return thread_scratch<2>(bytes); }
 
 struct MatmulJob {
     VecDotFn dot;
-    const uint8_t* w;  // (n_out, w_row_bytes)
+    const uint8_t* w;  // (n_out, w_row_bytes), or repacked in `layout`
     size_t w_row_bytes;
+    GgmlType wtype;
+    WeightLayout layout;
     const uint8_t* a;  // (n_tok, a_row_bytes) activations in vec_dot_type
     size_t a_row_bytes;
     int64_t n_out, n_in, n_tok;
@@ -57,6 +69,11 @@ void matmul_rows(const MatmulJob& j, int64_t o0, int64_t o1) {
         const int64_t t1 = t0 + kTokTile < j.n_tok ? t0 + kTokTile : j.n_tok;
         for (int64_t o = o0; o < o1; o++) {
             const uint8_t* wrow = j.w + (size_t)o * j.w_row_bytes;
+            if (j.layout != WeightLayout::gguf) {  // no tile for this layout on the active ISA
+                uint8_t* row = weight_row_scratch(j.w_row_bytes);
+                unpack_row(j.wtype, j.layout, j.w, j.n_out, j.n_in, o, row);
+                wrow = row;
+            }
             for (int64_t t = t0; t < t1; t++) {
                 j.dot(j.n_in, wrow, j.a + (size_t)t * j.a_row_bytes, &j.y[t * j.n_out + o]);
             }
@@ -64,11 +81,13 @@ void matmul_rows(const MatmulJob& j, int64_t o0, int64_t o1) {
     }
 }
 
-// Blocked driver: activations quantized and prepared row by row, then per task (kRowsPerTask output
+// Blocked driver: activations quantized and prepared row by row, then per task (`rows` output
 // rows) tiles of up to max_cols tokens × max_rows weight rows. note: tokens outer, so the task's weight
 // rows stay in L1/L2 while the token tiles sweep over them.
 void matmul_blocked(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out,
                     int64_t n_in, const float* x, int64_t n_tok, float* y) {
+    static_assert(kRowsPerTask % 4 == 0, "tasks hold whole tiles (and rows4 groups) of up to 4 rows");
+    if (gk.max_rows != 4) die("matmul: tasks are cut in multiples of 4 rows", wtype);
     const QuantizeRowFn quantize = quantize_activation_for(gk.act_type);
     if (!quantize) die("matmul: no activation quantizer", gk.act_type);
     const size_t w_row = ggml_row_size(wtype, n_in), q_row = ggml_row_size(gk.act_type, n_in);
@@ -79,16 +98,23 @@ void matmul_blocked(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, cons
         quantize(x + (size_t)t * n_in, q, n_in);
         gk.prepare(q, a + (size_t)t * a_row, n_in);
     });
-    const int n_tasks = (int)((n_out + kRowsPerTask - 1) / kRowsPerTask);
+    int64_t rows = (n_out + pool.size() * kTasksPerThread - 1) / (pool.size() * kTasksPerThread);
+    const int64_t rows_fit = (int64_t)(kTaskWeightBytes / w_row);
+    if (rows > rows_fit) rows = rows_fit;
+    rows = rows < kRowsPerTask ? kRowsPerTask : (rows + 3) / 4 * 4;
+    const int n_tasks = (int)((n_out + rows - 1) / rows);
     pool.run(n_tasks, [&](int task, int) {
-        const int64_t o0 = task * kRowsPerTask;
-        const int64_t o1 = o0 + kRowsPerTask < n_out ? o0 + kRowsPerTask : n_out;
+        const int64_t o0 = task * rows;
+        const int64_t o1 = o0 + rows < n_out ? o0 + rows : n_out;
         for (int64_t t = 0; t < n_tok; t += gk.max_cols) {
             const int nc = (int)(n_tok - t < gk.max_cols ? n_tok - t : gk.max_cols);
             for (int64_t o = o0; o < o1; o += gk.max_rows) {
                 const int nr = (int)(o1 - o < gk.max_rows ? o1 - o : gk.max_rows);
-                gk.tile(n_in, w + (size_t)o * w_row, w_row, a + (size_t)t * a_row, a_row, nr, nc,
-                        y + (size_t)t * n_out + o, (size_t)n_out);
+                const uint8_t* wt = w + (size_t)o * w_row;
+                size_t ws = w_row;
+                if (gk.locate) gk.locate(w, n_out, n_in, o, &wt, &ws);
+                gk.tile(n_in, wt, ws, a + (size_t)t * a_row, a_row, nr, nc, y + (size_t)t * n_out + o,
+                        (size_t)n_out);
             }
         }
     });
@@ -97,12 +123,11 @@ void matmul_blocked(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, cons
 }  // namespace
 
 void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x,
-            int64_t n_tok, float* y) {
+            int64_t n_tok, float* y, WeightLayout layout) {
     if (n_out <= 0 || n_tok <= 0) return;
     const QuantTraits* tr = quant_traits(wtype);
     if (!tr || !tr->vec_dot) die("matmul: no vec_dot", wtype);
-    static_assert(kRowsPerTask % 4 == 0, "tasks hold whole tiles of up to 4 rows");
-    if (const GemmKernel* gk = gemm_kernel_for(wtype)) {
+    if (const GemmKernel* gk = gemm_kernel_for(wtype, layout)) {
         matmul_blocked(pool, *gk, wtype, (const uint8_t*)w, n_out, n_in, x, n_tok, y);
         return;
     }
@@ -110,6 +135,8 @@ void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int6
     j.dot = vec_dot_for(wtype);
     j.w = (const uint8_t*)w;
     j.w_row_bytes = ggml_row_size(wtype, n_in);
+    j.wtype = wtype;
+    j.layout = layout;
     j.n_out = n_out;
     j.n_in = n_in;
     j.n_tok = n_tok;

@@ -1,7 +1,13 @@
 // kv/kv_state: sequence KV export/import through KvCache's public API (cells, rows, alloc).
 #include "kv/kv_state.h"
 
+#include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "base/error.h"
 
@@ -34,14 +40,19 @@ SeqState seq_state_export(const KvCache& kv, int seq, int32_t p1) {
     return st;
 }
 
-bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
+void seq_state_check(const KvCache& kv, const SeqState& st, const char* what) {
     const KvCacheParams& p = kv.params();
     if (st.n_layer != p.n_layer || st.type_k != p.type_k || st.type_v != p.type_v ||
         st.k_row_bytes != kv.k_row_bytes() || st.v_row_bytes != kv.v_row_bytes())
-        fail("KV state import: the state has %d layers, types %s/%s, rows of %zu/%zu bytes; the cache has %d, %s/%s, "
-             "%zu/%zu", st.n_layer, ggml_type_name(st.type_k), ggml_type_name(st.type_v), st.k_row_bytes,
-             st.v_row_bytes, p.n_layer, ggml_type_name(p.type_k), ggml_type_name(p.type_v), kv.k_row_bytes(),
-             kv.v_row_bytes());
+        fail("%s: the state has %d layers, KV types %s/%s (K/V), rows of %zu/%zu bytes; this cache has %d layers, "
+             "%s/%s, %zu/%zu bytes (use the same model and -ctk/-ctv/--kv-auto-asymmetric as when it was saved)",
+             what, st.n_layer, ggml_type_name(st.type_k), ggml_type_name(st.type_v), st.k_row_bytes, st.v_row_bytes,
+             p.n_layer, ggml_type_name(p.type_k), ggml_type_name(p.type_v), kv.k_row_bytes(), kv.v_row_bytes());
+}
+
+bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
+    const KvCacheParams& p = kv.params();
+    seq_state_check(kv, st, "KV state import");
     if (kv.seq_n_cells(seq) != 0) fail("KV state import: sequence %d is not empty (remove its cells first)", seq);
     const int n = st.n_cells();
     if (n == 0) return true;
@@ -56,6 +67,110 @@ bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
         }
     }
     return true;
+}
+
+namespace {
+
+constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '1'};
+
+template <typename T>
+void put(std::string& out, T v) {
+    out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put_bytes(std::string& out, const void* p, size_t n) { out.append(static_cast<const char*>(p), n); }
+
+// Bounds-checked reads from a loaded file; every failure names the file and the field.
+struct Reader {
+    const std::string& path;
+    const std::string& data;
+    size_t at = 0;
+    void take(void* dst, size_t n, const char* field) {
+        if (n > data.size() - at)
+            fail("slot file '%s': truncated in %s (byte %zu of %zu)", path.c_str(), field, at, data.size());
+        memcpy(dst, data.data() + at, n);
+        at += n;
+    }
+    template <typename T>
+    T get(const char* field) {
+        T v;
+        take(&v, sizeof v, field);
+        return v;
+    }
+};
+
+}  // namespace
+
+size_t seq_file_write(const std::string& path, const SeqFile& f) {
+    const SeqState& st = f.state;
+    std::string out;
+    out.reserve(64 + f.model.size() + f.tokens.size() * 4 + st.bytes());
+    put_bytes(out, kSeqMagic, sizeof kSeqMagic);
+    put(out, (uint32_t)f.model.size());
+    put_bytes(out, f.model.data(), f.model.size());
+    put(out, (int32_t)st.n_layer);
+    put(out, (uint32_t)st.type_k);
+    put(out, (uint32_t)st.type_v);
+    put(out, (uint64_t)st.k_row_bytes);
+    put(out, (uint64_t)st.v_row_bytes);
+    put(out, (uint32_t)f.tokens.size());
+    put(out, (uint32_t)st.pos.size());
+    put_bytes(out, f.tokens.data(), f.tokens.size() * sizeof(int32_t));
+    put_bytes(out, st.pos.data(), st.pos.size() * sizeof(int32_t));
+    put_bytes(out, st.k.data(), st.k.size());
+    put_bytes(out, st.v.data(), st.v.size());
+    put(out, (uint64_t)XXH3_64bits(out.data(), out.size()));
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    if (!file) fail("cannot create slot file '%s': %s", path.c_str(), strerror(errno));
+    file.write(out.data(), (std::streamsize)out.size());
+    file.close();
+    if (!file) fail("cannot write slot file '%s' (%zu bytes): %s", path.c_str(), out.size(), strerror(errno));
+    return out.size();
+}
+
+SeqFile seq_file_read(const std::string& path, size_t* n_read) {
+    std::ifstream file(path, std::ios::binary);
+    if (!file) fail("cannot open slot file '%s': %s", path.c_str(), strerror(errno));
+    const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    if (data.size() < sizeof kSeqMagic + 8 || memcmp(data.data(), kSeqMagic, sizeof kSeqMagic) != 0)
+        fail("slot file '%s' is not a Bee slot file (no BEESEQ01 header)", path.c_str());
+    uint64_t sum;
+    memcpy(&sum, data.data() + data.size() - 8, 8);
+    if (sum != XXH3_64bits(data.data(), data.size() - 8))
+        fail("slot file '%s' is corrupted (checksum mismatch over %zu bytes)", path.c_str(), data.size());
+    const std::string body = data.substr(0, data.size() - 8);
+    Reader r{path, body, sizeof kSeqMagic};
+    SeqFile f;
+    f.model.resize(r.get<uint32_t>("model name length"));
+    r.take(f.model.data(), f.model.size(), "model name");
+    SeqState& st = f.state;
+    st.n_layer = r.get<int32_t>("layer count");
+    st.type_k = (GgmlType)r.get<uint32_t>("K type");
+    st.type_v = (GgmlType)r.get<uint32_t>("V type");
+    st.k_row_bytes = r.get<uint64_t>("K row bytes");
+    st.v_row_bytes = r.get<uint64_t>("V row bytes");
+    const uint32_t n_tokens = r.get<uint32_t>("token count"), n_cells = r.get<uint32_t>("cell count");
+    // Sizes are checked against what is left before anything is allocated (a damaged header must not
+    // ask for gigabytes).
+    const uint64_t left = body.size() - r.at, row = st.k_row_bytes + st.v_row_bytes;
+    bool sizes_ok = st.n_layer >= 0 && st.k_row_bytes <= left && st.v_row_bytes <= left;
+    uint64_t need = ((uint64_t)n_tokens + n_cells) * sizeof(int32_t);
+    if (sizes_ok && n_cells > 0 && st.n_layer > 0) sizes_ok = row <= left / n_cells / (uint64_t)st.n_layer;
+    if (sizes_ok) need += (uint64_t)st.n_layer * n_cells * row;
+    if (!sizes_ok || need != left)
+        fail("slot file '%s': the header describes %u tokens and %u cells of %d layers (%zu+%zu bytes per row) but "
+             "%zu bytes follow", path.c_str(), n_tokens, n_cells, st.n_layer, st.k_row_bytes, st.v_row_bytes,
+             (size_t)left);
+    f.tokens.resize(n_tokens);
+    r.take(f.tokens.data(), n_tokens * sizeof(int32_t), "tokens");
+    st.pos.resize(n_cells);
+    r.take(st.pos.data(), n_cells * sizeof(int32_t), "positions");
+    st.k.resize((size_t)st.n_layer * n_cells * st.k_row_bytes);
+    r.take(st.k.data(), st.k.size(), "K rows");
+    st.v.resize((size_t)st.n_layer * n_cells * st.v_row_bytes);
+    r.take(st.v.data(), st.v.size(), "V rows");
+    *n_read = data.size();
+    return f;
 }
 
 }  // namespace bee

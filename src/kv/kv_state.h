@@ -1,7 +1,9 @@
 // kv/kv_state: one sequence's KV cells copied out of a KvCache into host memory and back, byte for
-// byte in the cache's own storage types (the server's RAM prompt cache keeps idle slots' KV this way).
+// byte in the cache's own storage types (the server's RAM prompt cache keeps idle slots' KV this way),
+// and the same state as a file (the server's slot save/restore).
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "kv/kv_cache.h"
@@ -26,5 +28,22 @@ SeqState seq_state_export(const KvCache& kv, int seq, int32_t p1 = -1);
 // cache has too few free cells. Throws Error if the state was taken from a cache of another layout
 // (layers, types, row sizes) or if `seq` is not empty.
 bool seq_state_import(KvCache& kv, int seq, const SeqState& st);
+
+// Throws Error (starting with `what`) if `st` does not have kv's layout: layers, K/V types, row sizes.
+void seq_state_check(const KvCache& kv, const SeqState& st, const char* what);
+
+// The file form: "BEESEQ01", a header naming the model (free text chosen by the caller) and the KV
+// layout (layers, K/V types, row bytes), the token ids whose K/V the state holds, positions, K rows,
+// V rows, then an xxh3-64 of everything before it. Little-endian, as the host writes it.
+struct SeqFile {
+    std::string model;
+    std::vector<int32_t> tokens;
+    SeqState state;
+};
+// Writes the file; returns its size in bytes. Throws Error naming the path if it cannot be written.
+size_t seq_file_write(const std::string& path, const SeqFile& f);
+// Reads and validates a file written by seq_file_write (magic, sizes, checksum); *n_read gets its
+// size. Throws Error naming the path and what is wrong (missing, truncated, corrupted, not such a file).
+SeqFile seq_file_read(const std::string& path, size_t* n_read);
 
 }  // namespace bee

@@ -192,7 +192,8 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
     const size_t base = out.logits.size();
     out.logits.resize(base + want.size() * (size_t)hp.n_vocab);
     float* logits = out.logits.data() + base;
-    matmul(*pool_, w.output.type, w.output.data, hp.n_vocab, hp.n_embd, hidden_.data(), (int64_t)want.size(), logits);
+    matmul(*pool_, w.output.type, w.output.data, hp.n_vocab, hp.n_embd, hidden_.data(), (int64_t)want.size(), logits,
+           w.output.layout);
     if (hp.final_softcap > 0) softcap(logits, hp.final_softcap, (int64_t)want.size() * hp.n_vocab);
     for (int32_t i : want) out.rows.push_back(r0 + i);
 }

@@ -29,7 +29,7 @@ void norm_rows(const ForwardCtx& c, const float* in, const Weight& w, float* out
 }
 
 void linear(const ForwardCtx& c, const Weight& w, const Weight& bias, const float* in, float* out) {
-    matmul(c.pool, w.type, w.data, w.ne1, w.ne0, in, c.n_rows, out);
+    matmul(c.pool, w.type, w.data, w.ne1, w.ne0, in, c.n_rows, out, w.layout);
     if (bias)
         for (int r = 0; r < c.n_rows; r++) add(out + (size_t)r * w.ne1, (const float*)bias.data, w.ne1);
 }

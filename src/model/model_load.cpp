@@ -1,10 +1,37 @@
 // model/model_load: Model::load — file, architecture table lookup, hparams, weights, tokenizer.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cinttypes>
 
 #include "base/error.h"
 #include "model/model.h"
 
 namespace bee {
+
+// Matrices go into the layout the active ISA's matmul reads fastest (kernels/repack.h). The copy
+// replaces the mapped bytes, whose pages are handed back to the page cache (the mapping is read-only
+// and private, so nothing is lost: they would simply be read again from the file), so RSS holds the
+// repacked copy instead of the file's pages, not both. A head tied to token_embd gets its own copy:
+// token_embd stays the mapped GGUF rows, of which get_rows reads one per token.
+static void repack_weight_in_place(ModelWeights& w, Weight& m) {
+    if (!m) return;
+    RepackedWeight r = repack_weight(m.type, m.data, m.ne1, m.ne0);
+    if (!r.data) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t b = ((uintptr_t)m.data + page - 1) & ~(page - 1);
+    const uintptr_t e = ((uintptr_t)m.data + ggml_row_size(m.type, m.ne0) * m.ne1) & ~(page - 1);
+    if (e > b) madvise((void*)b, e - b, MADV_DONTNEED);
+    m.data = r.data.get();
+    m.layout = r.layout;
+    w.repacked.push_back(std::move(r.data));
+}
+
+static void repack_weights(ModelWeights& w) {
+    for (LayerWeights& L : w.layers)
+        for (Weight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) repack_weight_in_place(w, *m);
+    repack_weight_in_place(w, w.output);
+}
 
 std::unique_ptr<Model> Model::load(const std::string& path) {
     std::unique_ptr<Model> m(new Model(GgufFile::open(path)));
@@ -16,6 +43,7 @@ std::unique_ptr<Model> Model::load(const std::string& path) {
              supported_archs().c_str());
     m->hp_.arch = arch;
     m->arch_->load(f, m->hp_, m->w_);
+    repack_weights(m->w_);
     HParams& hp = m->hp_;
     hp.n_vocab = (int)m->w_.tok_embd.ne1;
     if (m->w_.rope_freqs)

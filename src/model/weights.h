@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gguf/ggml_type.h"
+#include "kernels/repack.h"
 
 namespace bee {
 
@@ -12,6 +13,7 @@ struct Weight {
     GgmlType type = GgmlType::F32;
     const void* data = nullptr;
     int64_t ne0 = 0, ne1 = 1;
+    WeightLayout layout = WeightLayout::gguf;  // data repacked at load for the active ISA's matmul (kernels/repack.h)
     explicit operator bool() const { return data != nullptr; }
 };
 
@@ -34,6 +36,7 @@ struct ModelWeights {
     Weight output;               // (n_vocab, n_embd); == tok_embd when tied
     Weight rope_freqs;           // optional (n_rot/2)
     std::vector<LayerWeights> layers;
+    std::vector<AlignedBytes> repacked;  // owns the data of every weight whose layout is not gguf
 };
 
 }  // namespace bee

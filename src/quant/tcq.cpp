@@ -3,15 +3,24 @@
 
 #include <cstring>
 
+#include "base/cpu.h"
+
 namespace bee {
 
+// tcq_avx2.cpp / tcq_avx512.cpp: the same forward pass with 8 / 16 states per vector, bit-identical
+// (called only when cpu_isa() allows them).
+int tcq_viterbi_avx2(const float* y, int k, const float* cb, uint8_t (*bt)[64]);
+int tcq_viterbi_avx512(const float* y, int k, const float* cb, uint8_t (*bt)[64]);
+
+namespace {
+
+// The forward pass: fills bt[t][tail] (the j of the best predecessor) and returns the final state.
 // Trellis: next = (prev >> k) | (out << 6). A state's low 6 bits are the top 6 bits of its predecessor,
 // so the predecessors of ns are ((ns & 63) << k) | j for j < 2^k, and the best one depends only on
 // ns & 63: one minimum per 6-bit "tail" serves all 2^k states that share it.
-float tcq_encode(const float* y, int k, const float* cb, uint8_t* qs) {
+int tcq_viterbi_scalar(const float* y, int k, const float* cb, uint8_t (*bt)[64]) {
     const int n_states = 1 << (6 + k), n_pred = 1 << k;
     float cost[512], next[512];
-    uint8_t bt[kTcqGroup][64];  // (step, tail) -> j of the best predecessor
     for (int s = 0; s < n_states; s++) cost[s] = 0.0f;  // free initial state
     for (int t = 0; t < kTcqGroup; t++) {
         float best[64];
@@ -32,6 +41,17 @@ float tcq_encode(const float* y, int k, const float* cb, uint8_t* qs) {
     int s = 0;
     for (int i = 1; i < n_states; i++)
         if (cost[i] < cost[s]) s = i;
+    return s;
+}
+
+}  // namespace
+
+float tcq_encode(const float* y, int k, const float* cb, uint8_t* qs) {
+    uint8_t bt[kTcqGroup][64];  // (step, tail) -> j of the best predecessor
+    const Isa isa = cpu_isa();
+    int s = isa >= Isa::avx512 ? tcq_viterbi_avx512(y, k, cb, bt)
+            : isa >= Isa::avx2 ? tcq_viterbi_avx2(y, k, cb, bt)
+                               : tcq_viterbi_scalar(y, k, cb, bt);
     // Backtrack: out_t is the top k bits of state_t; the state before step t is ((s & 63) << k) | bt.
     uint8_t out[kTcqGroup];
     for (int t = kTcqGroup - 1; t >= 0; t--) {

@@ -4,11 +4,15 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/cpu.h"
 #include "base/fp16.h"
 #include "quant/blocks.h"
 #include "quant/tcq.h"
 
 namespace bee {
+
+// turbo_avx2.cpp: rotate() below with the group in AVX2 registers, bit-identical (cpu_isa() >= avx2).
+void turbo_rotate_avx2(float* x, int g, const float* first, const float* second);
 
 namespace {
 
@@ -71,6 +75,7 @@ void fwht(float* x, int g) {
 }
 
 void rotate(float* x, int g, const float* first, const float* second) {
+    if (cpu_isa() >= Isa::avx2) return turbo_rotate_avx2(x, g, first, second);
     for (int i = 0; i < g; i++) x[i] *= first[i];
     fwht(x, g);
     const float inv_sqrt_g = 1.0f / sqrtf((float)g);

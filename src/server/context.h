@@ -29,6 +29,7 @@ struct ServerParams {
     size_t max_body_bytes = 16u << 20;     // larger request bodies get 413
     bool metrics = false;                  // GET /metrics
     bool slots = true;                     // GET /slots
+    std::string slot_save_path;            // --slot-save-path: directory of slot files (empty: actions get 501)
     std::string alias;                     // model name reported (default: the file name)
     std::string model_path;
     int32_t n_predict = -1;                // server-wide default max tokens

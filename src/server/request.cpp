@@ -1,7 +1,10 @@
 // server/request: generation fields and prompts, validated at the edge.
 #include "server/request.h"
 
+#include <algorithm>
+
 #include "base/error.h"
+#include "spec/registry.h"
 
 namespace bee::server {
 
@@ -103,6 +106,54 @@ void parse_reasoning_overrides(const Json& body, const ServerContext& ctx, GenPa
     }
 }
 
+// speculative.n_max / n_min / p_min / type, as flat dotted keys (llama-server) or in a "speculative"
+// object; the flat keys win. n_min above n_max is clamped to it (as llama-server does); a negative or
+// non-numeric value, p_min outside [0, 1], or a type the server was not started with is a 400.
+void parse_spec_overrides(const Json& body, const ServerContext& ctx, GenParams& g) {
+    Json f = Json::object();
+    if (auto it = body.find("speculative"); it != body.end() && !it->is_null()) {
+        if (!it->is_object()) bad_request("'speculative' must be an object (e.g. {\"n_max\": 8, \"type\": \"suffix\"})");
+        for (auto& [k, v] : it->items()) f["speculative." + k] = v;
+    }
+    for (const char* k : {"speculative.n_max", "speculative.n_min", "speculative.p_min", "speculative.type"})
+        if (auto it = body.find(k); it != body.end()) f[k] = *it;
+    GenParams::Spec& sp = g.spec;
+    sp.n_max = (int32_t)get_int(f, "speculative.n_max", -1, 0, 1024);
+    sp.n_min = (int32_t)get_int(f, "speculative.n_min", -1, 0, 1024);
+    if (sp.n_max >= 0 && sp.n_min > sp.n_max) sp.n_min = sp.n_max;
+    sp.p_min = (float)get_number(f, "speculative.p_min", -1.0);
+    if (f.contains("speculative.p_min") && !f["speculative.p_min"].is_null() && !(sp.p_min >= 0 && sp.p_min <= 1))
+        bad_request("'speculative.p_min' is %g but must be in [0, 1]", sp.p_min);
+    auto t = f.find("speculative.type");
+    if (t == f.end() || t->is_null()) return;
+    std::string list;  // a comma list or an array of names
+    if (t->is_string()) {
+        list = t->get<std::string>();
+    } else if (t->is_array()) {
+        for (const Json& x : *t) {
+            if (!x.is_string()) bad_request("'speculative.type' must be a string or an array of strings");
+            list += (list.empty() ? "" : ",") + x.get<std::string>();
+        }
+    } else {
+        bad_request("'speculative.type' must be a string or an array of strings");
+    }
+    try {
+        sp.types = parse_spec_types(list);
+    } catch (const Error& e) {
+        bad_request("'speculative.type': %s", e.what());
+    }
+    sp.types_given = true;
+    const std::vector<std::string>& on = ctx.scheduler->spec_params().types;
+    for (const std::string& name : sp.types)
+        if (std::find(on.begin(), on.end(), name) == on.end()) {
+            std::string started;
+            for (const std::string& x : on) started += (started.empty() ? "" : ",") + x;
+            bad_request("'speculative.type': '%s' is not enabled on this server (started with --spec-type %s); a "
+                        "request may use the server's types, a subset of them, or none",
+                        name.c_str(), started.empty() ? "none" : started.c_str());
+        }
+}
+
 }  // namespace
 
 GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) {
@@ -130,6 +181,7 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     g.id_slot = (int32_t)get_int(body, "id_slot", -1, -1, ctx.scheduler->n_parallel() - 1);
     parse_logprobs(body, api, g);
     parse_reasoning_overrides(body, ctx, g);
+    parse_spec_overrides(body, ctx, g);
     return g;
 }
 

@@ -38,15 +38,20 @@ TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::
 
 Json timings_json(const FinishInfo& f) {
     const double pn = f.n_prompt - f.n_cached, gn = f.n_predicted;
-    return Json{{"cache_n", f.n_cached},
-                {"prompt_n", f.n_prompt - f.n_cached},
-                {"prompt_ms", f.prompt_ms},
-                {"prompt_per_token_ms", pn > 0 ? f.prompt_ms / pn : 0.0},
-                {"prompt_per_second", f.prompt_ms > 0 ? pn * 1000.0 / f.prompt_ms : 0.0},
-                {"predicted_n", f.n_predicted},
-                {"predicted_ms", f.predicted_ms},
-                {"predicted_per_token_ms", gn > 0 ? f.predicted_ms / gn : 0.0},
-                {"predicted_per_second", f.predicted_ms > 0 ? gn * 1000.0 / f.predicted_ms : 0.0}};
+    Json t{{"cache_n", f.n_cached},
+           {"prompt_n", f.n_prompt - f.n_cached},
+           {"prompt_ms", f.prompt_ms},
+           {"prompt_per_token_ms", pn > 0 ? f.prompt_ms / pn : 0.0},
+           {"prompt_per_second", f.prompt_ms > 0 ? pn * 1000.0 / f.prompt_ms : 0.0},
+           {"predicted_n", f.n_predicted},
+           {"predicted_ms", f.predicted_ms},
+           {"predicted_per_token_ms", gn > 0 ? f.predicted_ms / gn : 0.0},
+           {"predicted_per_second", f.predicted_ms > 0 ? gn * 1000.0 / f.predicted_ms : 0.0}};
+    if (f.draft_n > 0) {  // as llama-server: only when speculation drafted something
+        t["draft_n"] = f.draft_n;
+        t["draft_n_accepted"] = f.draft_n_accepted;
+    }
+    return t;
 }
 
 Json usage_json(const FinishInfo& f) {

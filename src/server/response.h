@@ -24,6 +24,7 @@ struct TaskResult {
 // of `req` hangs up meanwhile, the task is cancelled.
 TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::shared_ptr<Task>& task);
 
+// llama-server's timings; draft_n and draft_n_accepted only when the request drafted.
 Json timings_json(const FinishInfo& f);
 Json usage_json(const FinishInfo& f);
 // The closing chunks of an OpenAI stream: `last` (it carries finish_reason), then, when the client asked

@@ -9,6 +9,7 @@ namespace bee::server {
 void register_completion_routes(httplib::Server& svr, ServerContext& ctx);  // /completion, /v1/completions
 void register_chat_routes(httplib::Server& svr, ServerContext& ctx);        // /v1/chat/completions
 void register_info_routes(httplib::Server& svr, ServerContext& ctx);        // /health /v1/models /props /slots
+void register_slot_routes(httplib::Server& svr, ServerContext& ctx);        // POST /slots/{id}?action=...
 void register_tokenize_routes(httplib::Server& svr, ServerContext& ctx);    // /tokenize /detokenize /apply-template
 void register_metrics_routes(httplib::Server& svr, ServerContext& ctx);     // /metrics
 void register_page_routes(httplib::Server& svr, ServerContext& ctx);        // / (chat page)

@@ -18,14 +18,29 @@ Json model_list(const ServerContext& ctx) {
     return Json{{"object", "list"}, {"data", Json::array({m})}};
 }
 
+std::string join(const std::vector<std::string>& names) {
+    std::string out;
+    for (const std::string& n : names) out += (out.empty() ? "" : ",") + n;
+    return out.empty() ? "none" : out;
+}
+
 Json default_settings(const ServerContext& ctx) {
     const SamplingParams& s = ctx.params.sampling;
-    return Json{{"n_ctx", ctx.scheduler->n_ctx_slot()},
+    const SpecParams& sp = ctx.scheduler->spec_params();
+    Json out{{"n_ctx", ctx.scheduler->n_ctx_slot()},
                 {"params",
                  {{"n_predict", ctx.params.n_predict}, {"temperature", s.temp}, {"top_k", s.top_k}, {"top_p", s.top_p},
                   {"min_p", s.min_p}, {"repeat_penalty", s.repeat_penalty}, {"repeat_last_n", s.repeat_last_n},
                   {"presence_penalty", s.presence_penalty}, {"frequency_penalty", s.frequency_penalty},
                   {"seed", s.seed}, {"cache_prompt", ctx.params.cache_prompt}}}};
+    // The server's speculative settings, under llama-server's request keys (each can be overridden).
+    Json& p = out["params"];
+    p["speculative.type"] = join(sp.types);
+    p["speculative.n_max"] = sp.draft_n_max;
+    p["speculative.n_min"] = sp.draft_n_min;
+    p["speculative.p_min"] = sp.draft_p_min;
+    p["speculative.depth_policy"] = !sp.depth.adaptive ? "fixed" : sp.depth.controller;
+    return out;
 }
 
 Json slots_json(const ServerContext& ctx) {
@@ -38,7 +53,9 @@ Json slots_json(const ServerContext& ctx) {
                        {"is_prefilling", s.prefilling},
                        {"n_cached_tokens", s.n_cached},
                        {"n_prompt_tokens", s.n_prompt},
-                       {"n_decoded", s.n_predicted}});
+                       {"n_decoded", s.n_predicted},
+                       {"speculative", !s.spec_types.empty()},
+                       {"speculative.type", join(s.spec_types)}});
     return out;
 }
 

@@ -1,5 +1,6 @@
 // server/routes_metrics: GET /metrics in Prometheus text format with llama-server's metric names
-// (llamacpp:*), so existing dashboards keep working.
+// (llamacpp:*), so existing dashboards keep working, plus the speculative-decoding totals llama-server
+// lacks (llamacpp:n_drafted_total, llamacpp:n_drafted_accepted_total) in the same style.
 #include <ctime>
 
 #include "base/error.h"
@@ -31,6 +32,10 @@ std::string prometheus_text(const SchedulerMetrics& m) {
          m.bucket_prompt_seconds > 0 ? (double)m.bucket_prompt_tokens / m.bucket_prompt_seconds : 0.0},
         {"predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
          m.bucket_predicted_seconds > 0 ? (double)m.bucket_predicted_tokens / m.bucket_predicted_seconds : 0.0},
+        {"n_drafted_total", "counter", "Speculative draft tokens proposed (finished requests).",
+         (double)m.n_drafted_total},
+        {"n_drafted_accepted_total", "counter", "Speculative draft tokens accepted (finished requests).",
+         (double)m.n_drafted_accepted_total},
         {"requests_processing", "gauge", "Number of requests processing.", (double)m.requests_processing},
         {"requests_deferred", "gauge", "Number of requests deferred.", (double)m.requests_deferred},
     };

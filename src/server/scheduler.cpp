@@ -19,7 +19,10 @@ Scheduler::Scheduler(Engine& engine, const SchedulerParams& params) : eng_(engin
         fail("context %d split over %d slots leaves %d tokens per slot (raise -c or lower -np)", n_ctx,
              params_.n_parallel, n_ctx_slot_);
     const int32_t n_vocab = engine.model().hparams().n_vocab;
-    for (int i = 0; i < params_.n_parallel; i++) slots_.emplace_back(i, engine.model().tokenizer(), n_vocab);
+    if (params_.spec.enabled()) spec_ = std::make_unique<SpecShared>(params_.spec, engine.model());
+    for (int i = 0; i < params_.n_parallel; i++)
+        slots_.emplace_back(i, engine.model().tokenizer(), n_vocab, spec_.get());
+    for (Slot& s : slots_) s.on_finish = [this](const FinishInfo& f) { on_finished(f); };
     if (params_.cache_ram_bytes > 0) ram_ = std::make_unique<PromptCacheRam>(params_.cache_ram_bytes);
     publish();
     thread_ = std::thread([this] { run(); });
@@ -137,6 +140,14 @@ void Scheduler::admit(double now) {
         }
         std::shared_ptr<Task> task = std::move(*it);
         it = waiting_.erase(it);
+        if (task->slot_action) {  // slot save/restore/erase: between two steps, on this thread
+            try {
+                task->slot_action(eng_.kv(), slots_[si].cache, n_ctx_slot_);
+            } catch (const std::exception& e) {
+                fail_task(*task, 400, "invalid_request_error", e.what());
+            }
+            continue;
+        }
         try {
             start_on_slot(slots_[si], task, now);
         } catch (const std::exception& e) {  // e.g. sampling parameters the sampler refuses
@@ -233,35 +244,64 @@ void Scheduler::make_room(int rows_needed) {
     }
 }
 
+// Appends a row. Once a tree draft has switched the batch to explicit parents, a row's parent is the
+// previous row of its sequence (-1: its first row in this batch).
+static void add_row(Batch& b, int32_t token, int32_t pos, int32_t seq, bool logits) {
+    if (!b.parent.empty()) {
+        int32_t prev = -1;
+        for (int q = b.size() - 1; q >= 0 && prev < 0; q--)
+            if (b.seq[q] == seq) prev = q;
+        b.parent.push_back(prev);
+    }
+    b.add(token, pos, seq, logits);
+}
+
 bool Scheduler::build_batch() {
     batch_.clear();
-    int n_out = 0;
+    std::vector<Slot*> gen, pre;
     for (Slot& s : slots_) {
         s.step_rows = 0;
-        if (s.state() != Slot::State::generate) continue;
-        s.step_row0 = batch_.size();
-        s.step_out0 = n_out++;
-        s.step_rows = 1;
-        batch_.add(s.last_token(), (int32_t)s.cache.size(), s.id(), true);
+        if (s.state() == Slot::State::generate) gen.push_back(&s);
+        if (s.state() == Slot::State::prefill) pre.push_back(&s);
     }
+    int free_cells = eng_.kv().n_cells();
     if (params_.kv_unified) {
-        make_room(batch_.size());
-        const int free_cells = eng_.kv().n_cells() - eng_.kv().n_used();
-        if (batch_.size() > free_cells) {
-            for (Slot& s : slots_)
-                if (s.step_rows > 0) s.fail(500, "server_error", "Context size has been exceeded.");
+        make_room((int)gen.size());
+        free_cells = eng_.kv().n_cells() - eng_.kv().n_used();
+        if ((int)gen.size() > free_cells) {
+            for (Slot* s : gen) s->fail(500, "server_error", "Context size has been exceeded.");
             return false;
         }
     }
-    // Prefill chunks, oldest task first, in what is left of the logical batch (and, unified, of the cache).
+    // One row per generating slot, or [last token + draft] for a speculating one. A batch holding a tree
+    // is decoded as one ubatch, and drafts take cells: each slot drafts within what is left of both
+    // after the rows already added and one row for every generating slot after it.
+    const int row_cap = std::min(eng_.params().n_ubatch, free_cells);
+    // Only a step that decodes one slot's generation rows and nothing else times its cycle for the depth
+    // policy (drafters.md 2.9): in a shared step the time is mostly the other slots' rows.
+    const bool timed = gen.size() == 1 && pre.empty();
+    int n_out = 0;
+    for (size_t i = 0; i < gen.size(); i++) {
+        Slot& s = *gen[i];
+        const int room = row_cap - batch_.size() - (int)(gen.size() - 1 - i);
+        if (s.add_draft_rows(batch_, n_ctx_slot_, room, timed)) {
+            s.step_out0 = n_out;  // every row of a draft asks for logits
+            n_out += s.step_rows;
+            continue;
+        }
+        s.step_row0 = batch_.size();
+        s.step_out0 = n_out++;
+        s.step_rows = 1;
+        add_row(batch_, s.last_token(), (int32_t)s.cache.size(), s.id(), true);
+    }
+    // Prefill chunks, oldest task first, in what is left of the logical batch (and, unified, of the cache;
+    // with a tree in the batch, of the ubatch).
     int budget = params_.n_batch - batch_.size();
+    if (!batch_.parent.empty()) budget = std::min(budget, eng_.params().n_ubatch - batch_.size());
     if (params_.kv_unified) {
         make_room(batch_.size() + std::min(budget, 64));
         budget = std::min(budget, eng_.kv().n_cells() - eng_.kv().n_used() - batch_.size());
     }
-    std::vector<Slot*> pre;
-    for (Slot& s : slots_)
-        if (s.state() == Slot::State::prefill) pre.push_back(&s);
     std::sort(pre.begin(), pre.end(), [](Slot* a, Slot* b) { return a->task()->id < b->task()->id; });
     for (Slot* s : pre) {
         const int n = std::min(budget, s->prompt_left());
@@ -270,7 +310,8 @@ bool Scheduler::build_batch() {
         s->step_rows = n;
         const int32_t p0 = (int32_t)s->cache.size();
         const bool last_chunk = n == s->prompt_left();
-        for (int i = 0; i < n; i++) batch_.add(s->task()->prompt[p0 + i], p0 + i, s->id(), last_chunk && i == n - 1);
+        for (int i = 0; i < n; i++)
+            add_row(batch_, s->task()->prompt[p0 + i], p0 + i, s->id(), last_chunk && i == n - 1);
         s->step_out0 = last_chunk ? n_out++ : -1;
         budget -= n;
     }
@@ -297,26 +338,36 @@ void Scheduler::decode_step() {
     }
     for (Slot& s : slots_) {
         if (s.step_rows == 0) continue;
-        for (int i = 0; i < s.step_rows; i++) s.cache.push_back(batch_.token[s.step_row0 + i]);
         s.t_last_used = now;
-        bool ended = false;
+        if (s.drafting()) {  // verify_draft keeps s.cache in step with the KV cache
+            try {
+                s.verify_draft(batch_, out_, eng_.kv(), n_ctx_slot_, now);
+            } catch (const std::exception& e) {  // the sequence's cells are in doubt: drop them
+                BEE_LOG_ERROR("slot %d: speculative step failed: %s", s.id(), e.what());
+                eng_.kv().seq_rm(s.id(), 0, -1);
+                s.cache.clear();
+                if (!s.idle()) s.fail(500, "server_error", e.what());
+            }
+            continue;
+        }
+        for (int i = 0; i < s.step_rows; i++) s.cache.push_back(batch_.token[s.step_row0 + i]);
         if (s.state() == Slot::State::prefill) {
             if (s.prompt_left() > 0) continue;
-            ended = s.prompt_done(now);
+            if (s.prompt_done(now)) continue;
         }
-        if (!ended) ended = s.sample(out_.logits_at(s.step_out0), n_ctx_slot_, now);
-        if (ended) on_finished(s);
+        s.sample(out_.logits_at(s.step_out0), n_ctx_slot_, now);
     }
 }
 
-void Scheduler::on_finished(const Slot& s) {
-    const FinishInfo& f = s.finish_info();
+void Scheduler::on_finished(const FinishInfo& f) {
     std::lock_guard<std::mutex> lk(mu_);
     const uint64_t n_prompt = (uint64_t)(f.n_prompt - f.n_cached);
     metrics_.prompt_tokens_total += n_prompt;
     metrics_.prompt_seconds_total += f.prompt_ms / 1000.0;
     metrics_.tokens_predicted_total += (uint64_t)f.n_predicted;
     metrics_.tokens_predicted_seconds_total += f.predicted_ms / 1000.0;
+    metrics_.n_drafted_total += (uint64_t)f.draft_n;
+    metrics_.n_drafted_accepted_total += (uint64_t)f.draft_n_accepted;
     metrics_.bucket_prompt_tokens += n_prompt;
     metrics_.bucket_prompt_seconds += f.prompt_ms / 1000.0;
     metrics_.bucket_predicted_tokens += (uint64_t)f.n_predicted;
@@ -337,6 +388,7 @@ void Scheduler::publish() {
             v.task_id = s.task()->id;
             v.n_prompt = (int32_t)s.task()->prompt.size();
             v.n_predicted = s.n_predicted();
+            v.spec_types = s.spec_types();
         }
         processing += v.processing;
         max_tokens = std::max<uint64_t>(max_tokens, s.cache.size());

@@ -1,7 +1,8 @@
 // server/scheduler: the one inference thread. Tasks wait in a queue, are given a slot (pinned, best
 // cached-prefix match, or least recently used), and every step builds ONE batch from all busy slots —
 // one decode row per generating slot plus prefill chunks of new prompts, within the logical batch size —
-// decodes it and samples each slot's next token (continuous batching).
+// decodes it and samples each slot's next token (continuous batching). With speculative decoding a
+// generating slot adds [last token + draft rows] instead of one row; several slots draft in one step.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "server/prompt_cache.h"
 #include "server/slot.h"
 #include "server/task.h"
+#include "spec/registry.h"
 
 namespace bee::server {
 
@@ -24,6 +26,7 @@ struct SchedulerParams {
     int32_t n_batch = 2048;         // rows per step (the engine splits them into ubatches)
     float slot_prompt_similarity = 0.10f;  // min cached-prefix share of the prompt to prefer a slot
     size_t cache_ram_bytes = 0;     // --cache-ram: host-RAM prompt cache size (0: off)
+    SpecParams spec;                // --spec-*: speculative decoding for every slot (types empty: off)
 };
 
 // Counters for /metrics (llama.cpp names in server/routes_metrics.cpp).
@@ -35,6 +38,8 @@ struct SchedulerMetrics {
     uint64_t n_decode_total = 0;          // engine decode calls
     uint64_t n_busy_slots_total = 0;      // busy slots summed over decode calls
     uint64_t n_tokens_max = 0;            // largest sequence length seen
+    uint64_t n_drafted_total = 0;         // draft tokens proposed (finished requests)
+    uint64_t n_drafted_accepted_total = 0;
     uint64_t requests_processing = 0;     // gauges
     uint64_t requests_deferred = 0;
     // Since the previous metrics() call (for the throughput gauges).
@@ -51,6 +56,7 @@ struct SlotSnapshot {
     int32_t n_cached = 0;     // tokens in the slot's KV sequence
     int32_t n_prompt = 0;
     int32_t n_predicted = 0;
+    std::vector<std::string> spec_types;  // speculative types of the running task (empty: none)
 };
 
 class Scheduler {
@@ -64,6 +70,7 @@ public:
     void submit(std::shared_ptr<Task> task);
     int32_t n_ctx_slot() const { return n_ctx_slot_; }
     int32_t n_parallel() const { return params_.n_parallel; }
+    const SpecParams& spec_params() const { return params_.spec; }
     std::vector<SlotSnapshot> slots() const;
     // A copy of the counters; `reset_bucket` starts a new throughput bucket.
     SchedulerMetrics metrics(bool reset_bucket);
@@ -78,12 +85,13 @@ private:
     bool build_batch();
     void make_room(int rows_needed);
     void decode_step();
-    void on_finished(const Slot& s);
+    void on_finished(const FinishInfo& f);  // a slot's task ended (Slot::on_finish)
     void publish();
 
     Engine& eng_;
     SchedulerParams params_;
     int32_t n_ctx_slot_ = 0;
+    std::unique_ptr<SpecShared> spec_;     // null without --spec-type; declared before the slots using it
     std::vector<Slot> slots_;
     std::unique_ptr<PromptCacheRam> ram_;  // null without --cache-ram
     std::deque<std::shared_ptr<Task>> waiting_;  // scheduler thread only

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <ctime>
+#include <filesystem>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -95,6 +96,7 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
         send_error(res, HttpError(500, "server_error", msg));
     });
     register_info_routes(svr_, ctx_);
+    register_slot_routes(svr_, ctx_);
     register_completion_routes(svr_, ctx_);
     register_chat_routes(svr_, ctx_);
     register_tokenize_routes(svr_, ctx_);
@@ -141,6 +143,11 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
         p.alias = slash == std::string::npos ? p.model_path : p.model_path.substr(slash + 1);
     }
     ctx.model_name = p.alias;
+    if (!p.slot_save_path.empty()) {  // as llama-server: the directory is created if missing
+        std::error_code ec;
+        std::filesystem::create_directories(p.slot_save_path, ec);
+        if (ec) fail("--slot-save-path %s: cannot create the directory: %s", p.slot_save_path.c_str(), ec.message().c_str());
+    }
     BEE_LOG_INFO("%d slots of %d tokens (%s KV), batch %d, %d threads", p.sched.n_parallel, ctx.scheduler->n_ctx_slot(),
                  p.sched.kv_unified ? "unified" : "split", p.sched.n_batch, ctx.engine->params().n_threads);
     ctx.ready = true;

@@ -6,6 +6,14 @@
 
 namespace bee::server {
 
+Slot::Slot(int id, const Tokenizer& tok, int32_t n_vocab, SpecShared* spec)
+    : id_(id), tok_(tok), n_vocab_(n_vocab), spec_shared_(spec) {
+    if (spec && spec->params().enabled()) spec_slot_ = std::make_unique<Speculator>(*spec);
+}
+
+Slot::Slot(Slot&&) noexcept = default;
+Slot::~Slot() = default;
+
 void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     task_ = std::move(task);
     const GenParams& gp = task_->params;
@@ -26,6 +34,18 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     last_ = -1;
     t_start_ = now_ms;
     t_prompt_end_ = now_ms;
+    // Speculation: the slot's Speculator, one for the request's subset of types, or none.
+    spec_task_.reset();
+    spec_ = nullptr;
+    generated_.clear();
+    if (spec_slot_ && gp.spec.n_max != 0) {
+        if (!gp.spec.types_given || gp.spec.types == spec_shared_->params().types) {
+            spec_ = spec_slot_.get();
+        } else if (!gp.spec.types.empty()) {
+            spec_task_ = std::make_unique<Speculator>(*spec_shared_, gp.spec.types);
+            spec_ = spec_task_.get();
+        }
+    }
     if (gp.reasoning && gp.starts_in_reasoning && gp.reasoning_budget == 0) queue_close_reasoning();
     state_ = State::prefill;  // last: if anything above throws, the slot stays idle
 }
@@ -34,6 +54,7 @@ bool Slot::prompt_done(double now_ms) {
     state_ = State::generate;
     t_prompt_end_ = now_ms;
     fin_.prompt_ms = now_ms - t_start_;
+    if (spec_) spec_->begin(task_->prompt);
     if (task_->params.n_predict == 0) {
         finish(StopType::limit, now_ms);
         return true;
@@ -91,6 +112,7 @@ bool Slot::sample(const float* logits, int32_t n_ctx_slot, double now_ms) {
 bool Slot::accept(int32_t id, bool forced, TokenInfo info, double now_ms) {
     const GenParams& gp = task_->params;
     n_predicted_++;
+    generated_.push_back(id);
     TaskEvent ev;
     ev.tokens.push_back(std::move(info));
     if (!gp.ignore_eos && tok_.is_eog(id)) {
@@ -167,10 +189,12 @@ void Slot::finish(StopType type, double now_ms) {
     fin_.stop_type = type;
     fin_.n_predicted = n_predicted_;
     fin_.predicted_ms = state_ == State::generate ? now_ms - t_prompt_end_ : 0;
+    if (on_finish) on_finish(fin_);  // before the done event: whoever sees the end sees its metrics
     TaskEvent done;
     done.kind = TaskEvent::done;
     done.finish = fin_;
     task_->channel->push(std::move(done));
+    if (spec_) spec_->end(generated_);
     release();
 }
 
@@ -194,6 +218,9 @@ void Slot::release() {
     output_.reset();
     guard_.reset();
     forced_.clear();
+    spec_ = nullptr;
+    spec_task_.reset();
+    drafting_ = false;
 }
 
 }  // namespace bee::server

@@ -3,15 +3,19 @@
 // detokenizing, stop strings, reasoning split, reasoning budget and loop guard, finish bookkeeping.
 #pragma once
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "chat/loop_guard.h"
+#include "kv/kv_cache.h"
+#include "model/batch.h"
 #include "sample/sampler.h"
 #include "server/task.h"
 #include "server/text_output.h"
+#include "spec/speculator.h"
 #include "tokenizer/tokenizer.h"
 
 namespace bee::server {
@@ -20,7 +24,11 @@ class Slot {
 public:
     enum class State { idle, prefill, generate };
 
-    Slot(int id, const Tokenizer& tok, int32_t n_vocab) : id_(id), tok_(tok), n_vocab_(n_vocab) {}
+    // `spec`: the process-wide speculative-decoding state (nullptr: no speculation). The slot keeps its
+    // own Speculator (drafters and depth policy) across requests.
+    Slot(int id, const Tokenizer& tok, int32_t n_vocab, SpecShared* spec);
+    Slot(Slot&&) noexcept;
+    ~Slot();
 
     int id() const { return id_; }
     State state() const { return state_; }
@@ -33,6 +41,7 @@ public:
     double t_last_used = 0;  // ms; least-recently-used slot selection
 
     // Takes a task whose first n_cached prompt tokens are already in `cache` (and in the KV cache).
+    // Throws Error (the slot stays idle) for a speculative.type the server was not started with.
     void start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms);
     // Prompt tokens still to prefill.
     int32_t prompt_left() const { return (int32_t)task_->prompt.size() - (int32_t)cache.size(); }
@@ -50,16 +59,30 @@ public:
     // Ends the task without an event (the client is gone).
     void cancel();
 
-    // Extension point for speculative decoding: the rows this slot contributed to the current step
-    // ([last token] today; later [last token] + draft tokens, chain or tree with Batch::parent) and the
-    // index of its first logits row. With drafts, spec/'s verify samples with this slot's sampler and
-    // may accept several tokens in one step; each accepted token then goes through accept() (the
-    // per-token emit/stop path below, to be made public for that) instead of sample().
+    // The rows this slot contributed to the current step (a prefill chunk, [last token], or with
+    // speculation [last token] + draft nodes, chain or tree with Batch::parent) and the index of its
+    // first logits row (-1: none).
     int32_t step_row0 = -1, step_rows = 0, step_out0 = -1;
+
+    // Speculative decoding (server/slot_spec.cpp). A generating slot whose task speculates drafts and
+    // appends [last token] + draft rows to `b` (at most `room` rows: the tree must fit one ubatch and
+    // the free cells); returns false, adding nothing, when this step must be an ordinary one (no
+    // speculation for the task, or a forced token is next). `timed`: no other slot shares the decode.
+    bool add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed);
+    bool drafting() const { return drafting_; }  // add_draft_rows added rows this step
+    // After the decode of a drafting step: verifies with this slot's sampler, commits the KV cache,
+    // extends `cache`, and emits the accepted tokens one by one through the per-token path exactly as
+    // if each had been sampled alone — tokens after a stop, n_predict, a full context or a forced
+    // token are dropped and their cells removed. Returns true if the generation ended.
+    bool verify_draft(const Batch& b, const DecodeOutput& out, KvCache& kv, int32_t n_ctx_slot, double now_ms);
+    // The speculative types this slot's current task uses (empty: none).
+    std::vector<std::string> spec_types() const;
 
     int32_t n_predicted() const { return n_predicted_; }
     // The last task's finish record (valid after it ended, until the next start()).
     const FinishInfo& finish_info() const { return fin_; }
+    // Called when a task ends, before its done event is sent (the scheduler's metrics).
+    std::function<void(const FinishInfo&)> on_finish;
 
 private:
     bool accept(int32_t id, bool forced, TokenInfo info, double now_ms);
@@ -67,6 +90,7 @@ private:
     void finish(StopType type, double now_ms);
     void release();
     TokenInfo token_info(const float* logits, int32_t id) const;
+    bool may_draft() const;
 
     int id_;
     const Tokenizer& tok_;
@@ -84,6 +108,14 @@ private:
     int32_t last_ = -1;
     int32_t n_predicted_ = 0;
     double t_start_ = 0, t_prompt_end_ = 0;
+
+    // Speculation: the slot's own Speculator for the server's types, or one made for a request that
+    // picked a subset (speculative.type); spec_ points at the one the task uses (nullptr: none).
+    SpecShared* spec_shared_ = nullptr;
+    std::unique_ptr<Speculator> spec_slot_, spec_task_;
+    Speculator* spec_ = nullptr;
+    bool drafting_ = false;
+    std::vector<int32_t> generated_;  // the task's tokens (Speculator::end feeds cross-request drafters)
 };
 
 }  // namespace bee::server

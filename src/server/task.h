@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,6 +13,10 @@
 
 #include "chat/loop_guard.h"
 #include "sample/sampler.h"
+
+namespace bee {
+class KvCache;
+}
 
 namespace bee::server {
 
@@ -33,6 +38,14 @@ struct GenParams {
     int32_t reasoning_budget = -1;    // -1: unlimited; N: force the close tag after N reasoning tokens
     std::string reasoning_budget_message;
     chat::LoopGuardParams loop_guard;  // mode Off: no guard
+    // Per-request speculative decoding (speculative.* fields); -1 / unset: the server's settings.
+    struct Spec {
+        int32_t n_max = -1;               // 0: no drafting for this request; > 0 caps the draft depth
+        int32_t n_min = -1;               // drafts shorter than this are dropped
+        float p_min = -1;                 // draft model's confidence floor (reported; see README)
+        bool types_given = false;         // speculative.type: a subset of the server's --spec-type
+        std::vector<std::string> types;   // empty with types_given: none
+    } spec;
 };
 
 struct TokenProb {
@@ -62,6 +75,8 @@ struct FinishInfo {
     int32_t n_predicted = 0;
     int32_t n_reasoning = 0;          // predicted tokens spent inside the reasoning span
     double prompt_ms = 0, predicted_ms = 0;
+    int64_t draft_n = 0;              // draft tokens proposed (timings.draft_n, only when > 0)
+    int64_t draft_n_accepted = 0;     // of which the target accepted
 };
 
 // What the scheduler sends back; a task ends with exactly one `done` or `error` event.
@@ -107,8 +122,12 @@ private:
 
 struct Task {
     uint64_t id = 0;
-    std::vector<int32_t> prompt;  // token ids, never empty
+    std::vector<int32_t> prompt;  // token ids, never empty (except for a slot action)
     GenParams params;
+    // A slot action (save/restore/erase, server/slot_save) instead of a generation: the scheduler runs
+    // it on the inference thread once slot params.id_slot is idle, with that slot's KV sequence and
+    // token cache; it pushes the task's done event itself, and an exception becomes a 400 error event.
+    std::function<void(KvCache& kv, std::vector<int32_t>& slot_cache, int32_t n_ctx_slot)> slot_action;
     std::shared_ptr<TaskChannel> channel = std::make_shared<TaskChannel>();
 };
 

@@ -17,9 +17,9 @@ public:
 
 }  // namespace
 
-std::unique_ptr<DepthPolicy> make_depth_policy(const DepthParams& p) {
+std::unique_ptr<DepthPolicy> make_depth_policy(const DepthParams& p, std::shared_ptr<VerifyCostModel> cost) {
     if (!p.adaptive) return std::make_unique<FixedPolicy>();
-    if (p.controller == "profit") return make_profit_policy(p);
+    if (p.controller == "profit") return make_profit_policy(p, cost ? cost : std::make_shared<VerifyCostModel>());
     if (p.controller == "fringe") return make_fringe_policy(p);
     fail("unknown depth controller '%s' for --spec-dm-controller (use profit or fringe)", p.controller.c_str());
 }

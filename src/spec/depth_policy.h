@@ -1,6 +1,8 @@
 // spec/depth_policy: picks each sequence's next draft depth (0 = do not draft this cycle) from measured
 // acceptance and cycle times — fixed, profit and fringe (drafters.md 2.9, --spec-dm-*).
 #pragma once
+#include <array>
+#include <cstdint>
 #include <memory>
 
 #include "spec/spec_params.h"
@@ -15,6 +17,35 @@ struct CycleRecord {
     double draft_ms = 0;  // time in the drafters
     double cycle_ms = 0;  // draft + verify decode + verification + commit
     bool timed = true;    // false: the cycle shared its decode with other sequences (timing unusable)
+    int n_nodes = -1;     // draft rows in the verify batch (a tree's nodes); -1: n_drafted (a chain)
+    int32_t n_past = 0;   // tokens in the sequence's cache before the cycle (picks the context bucket)
+};
+
+// The verify cost curve of this process (model, machine, threads): cycle ms = base + slope * rows, where
+// rows = draft rows in the verify batch. On a small model on a CPU every row pays the whole network and
+// the output head, so the curve is steep (SmolLM2 on 2 cores: +22-26% of a plain decode per row) and a
+// depth is worth drafting only if its expected accepted tokens beat it. Learnt online from timed cycles:
+// base = EWMA of plain cycles, slope = EWMA(cycle - base) / EWMA(rows) over drafted cycles. It is a
+// property of the process, not of a request, so SpecShared keeps one that every sequence's profit
+// controller shares (a new request starts with the curve known); one curve per context bucket (<8K, <16K,
+// <32K, <64K, <96K, >=96K tokens: attention grows with the context). Used from the one inference thread
+// (run loop / server scheduler), so it has no lock.
+class VerifyCostModel {
+public:
+    explicit VerifyCostModel(double alpha = 0.05) : alpha_(alpha) {}
+    void add(int32_t n_past, double rows, double cycle_ms);  // rows 0: a plain (no draft) cycle
+    // Predicted cycle ms with `rows` draft rows at context n_past; negative: not measured yet.
+    double predict(int32_t n_past, double rows) const;
+    bool has_baseline(int32_t n_past) const { return lines_[bucket(n_past)].n_base > 0; }
+    static int bucket(int32_t n_past);
+
+private:
+    struct Line {
+        double base = 0, dy = 0, rows = 0;  // EWMAs: plain cycle ms; extra ms and rows of drafted cycles
+        int n_base = 0, n_drafted = 0;
+    };
+    double alpha_;
+    std::array<Line, 6> lines_{};
 };
 
 class DepthPolicy {
@@ -27,9 +58,10 @@ public:
 };
 
 // "fixed" when !p.adaptive, else p.controller ("profit" or "fringe"). Throws Error on an unknown name.
-std::unique_ptr<DepthPolicy> make_depth_policy(const DepthParams& p);
+// `cost`: the process's verify cost curve (profit only; nullptr: the policy learns its own).
+std::unique_ptr<DepthPolicy> make_depth_policy(const DepthParams& p, std::shared_ptr<VerifyCostModel> cost = nullptr);
 
-std::unique_ptr<DepthPolicy> make_profit_policy(const DepthParams& p);
+std::unique_ptr<DepthPolicy> make_profit_policy(const DepthParams& p, std::shared_ptr<VerifyCostModel> cost);
 std::unique_ptr<DepthPolicy> make_fringe_policy(const DepthParams& p);
 
 }  // namespace bee

@@ -1,6 +1,15 @@
 // spec/depth_profit: the profit controller (drafters.md 2.9, bee's server-adaptive-dm): EWMAs of
-// per-position survival and of cycle time per depth; each cycle picks the depth with the most expected
-// tokens per second, against a no-speculation baseline, with hysteresis, probes and exploration.
+// per-position survival; each cycle picks the depth with the most expected tokens per second, against a
+// no-speculation baseline, with hysteresis, probes and exploration.
+//
+// Where Bee differs from the spec, and why: cycle time is not an EWMA per depth (a depth never drafted
+// was estimated as costing the same verify as its neighbour, which on a CPU — every extra row costs a
+// quarter of a plain decode on SmolLM2 — made deep drafts look free) but the process's verify cost
+// curve (VerifyCostModel: plain cycle + slope x rows), applied to the rows a depth is expected to
+// draft (drafters often propose fewer tokens than the cap). The curve is shared across requests, so a
+// new request does not re-learn it. Survival beyond the current depth is only seen in explorations, so
+// a controller that settled shallow stayed there on copy runs; two cycles in a row whose draft filled the
+// depth and was wholly accepted now move it one rung up (the fringe controller's edge idea).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -24,7 +33,7 @@ struct Ewma {
 
 class ProfitPolicy : public DepthPolicy {
 public:
-    explicit ProfitPolicy(const DepthParams& p) : p_(p) {
+    ProfitPolicy(const DepthParams& p, std::shared_ptr<VerifyCostModel> cost) : p_(p), cost_(std::move(cost)) {
         alpha_ = std::clamp((double)p.ewma_alpha, 0.01, 1.0);
         min_samples_ = std::max(1, p.min_samples);
         warmup_ = p.warmup > 0 ? p.warmup : min_samples_;
@@ -35,13 +44,20 @@ public:
     int next(int base) override {
         base = std::min(base, kMaxDepth);
         if (base != base_) reset(base);
-        if (baseline_.n < min_samples_) return 0;  // seed the no-speculation baseline first
+        // seed the no-speculation baseline first (unless earlier requests did)
+        if (n_plain_ < min_samples_ && !cost_->has_baseline(n_past_)) return 0;
         if (warm_done_ < warmup_) {
             warm_done_++;
             cur_ = base;
             return base;
         }
         decide();
+        if (cur_ > 0 && full_streak_ >= 2) {  // drafts cut by the cap and wholly accepted: try deeper
+            const std::vector<int> ladder = rungs();
+            auto it = std::upper_bound(ladder.begin(), ladder.end(), cur_);
+            if (it != ladder.end()) cur_ = *it;
+            full_streak_ = 0;
+        }
         if (cur_ == 0) {  // off: probe now and then so a workload that turns repetitive is noticed
             off_cycles_++;
             if (off_cycles_ % std::max(1, p_.probe_interval) == 0)
@@ -61,27 +77,30 @@ public:
     }
 
     void record(const CycleRecord& c) override {
+        n_past_ = c.n_past;
+        const int nodes = c.n_nodes >= 0 ? c.n_nodes : c.n_drafted;
         if (c.depth > 0) {
             const int d = std::min(c.depth, kMaxDepth);
-            for (int pos = 0; pos < d; pos++) survival_[pos].add(c.n_accepted > pos ? 1.0 : 0.0, alpha_);
-            if (c.timed) {
-                timing_[d].add(c.cycle_ms, alpha_);
-                draft_[d].add(c.draft_ms, alpha_);
+            for (int pos = 0; pos < d; pos++) {
+                survival_[pos].add(c.n_accepted > pos ? 1.0 : 0.0, alpha_);
+                reach_[pos].add(c.n_drafted > pos ? 1.0 : 0.0, alpha_);
             }
-        } else if (c.timed) {
-            baseline_.add(c.cycle_ms, alpha_);
+            if (c.n_drafted > 0) width_.add((double)nodes / c.n_drafted, alpha_);
+            full_streak_ = c.n_drafted >= c.depth && c.n_accepted >= c.depth ? full_streak_ + 1 : 0;
         }
+        if (c.timed) cost_->add(c.n_past, nodes, c.cycle_ms);
+        if (c.depth == 0) n_plain_++;
     }
 
 private:
     void reset(int base) {
         base_ = base;
         survival_.assign(kMaxDepth, Ewma{});
-        timing_.assign(kMaxDepth + 1, Ewma{});
-        draft_.assign(kMaxDepth + 1, Ewma{});
-        baseline_ = Ewma{};
+        reach_.assign(kMaxDepth, Ewma{});
+        width_ = Ewma{};
+        n_plain_ = 0;
         cur_ = std::max(base, 0);
-        warm_done_ = off_cycles_ = active_cycles_ = explorations_ = losing_ = 0;
+        warm_done_ = off_cycles_ = active_cycles_ = explorations_ = losing_ = full_streak_ = 0;
     }
 
     // {0, 1..8, 10, 12, 14, 16, base} within [0, base], plus the current depth.
@@ -96,24 +115,18 @@ private:
         return r;
     }
 
-    // Expected tokens per second at depth n, or a negative value if not enough is known yet.
+    // Expected tokens per second at depth n, or a negative value if not enough is known yet: accepted
+    // tokens E(n) = sum of survival over positions < n, rows = width x sum of reach (how often the
+    // drafters propose that far), time from the cost curve.
     double score(int n) const {
-        if (n == 0) return baseline_.n > 0 ? 1000.0 / baseline_.v : -1.0;
-        double expected = 0;
+        double expected = 0, rows = 0;
         for (int pos = 0; pos < n; pos++) {
             if (survival_[pos].n < min_samples_) return -1.0;
             expected += survival_[pos].v;
+            rows += reach_[pos].v;
         }
-        double ms = -1.0;
-        if (timing_[n].n >= min_samples_) {
-            ms = timing_[n].v;
-        } else {  // estimate from the nearest measured depth r: n * draft_ms/r + (cycle - draft) at r
-            int best_r = -1;
-            for (int r = 1; r <= kMaxDepth; r++)
-                if (timing_[r].n >= min_samples_ && (best_r < 0 || std::abs(r - n) < std::abs(best_r - n))) best_r = r;
-            if (best_r < 0) return -1.0;
-            ms = n * (draft_[best_r].v / best_r) + (timing_[best_r].v - draft_[best_r].v);
-        }
+        if (n > 0) rows *= width_.n > 0 ? std::max(1.0, width_.v) : 1.0;
+        const double ms = cost_->predict(n_past_, rows);
         return ms > 0 ? (1.0 + expected) * 1000.0 / ms : -1.0;
     }
 
@@ -145,17 +158,23 @@ private:
     }
 
     DepthParams p_;
+    std::shared_ptr<VerifyCostModel> cost_;
     double alpha_ = 0.15;
     int min_samples_ = 3, warmup_ = 3;
     int base_ = -1, cur_ = 0;
     int warm_done_ = 0, off_cycles_ = 0, active_cycles_ = 0, explorations_ = 0, losing_ = 0;
-    std::vector<Ewma> survival_;        // [pos]: P(accepted > pos) at the depths asked
-    std::vector<Ewma> timing_, draft_;  // [depth]: cycle and drafting ms
-    Ewma baseline_;                     // cycle ms without speculation
+    std::vector<Ewma> survival_;  // [pos]: P(accepted > pos) at the depths asked
+    std::vector<Ewma> reach_;     // [pos]: P(drafted > pos): the drafters' own length, capped by the depth
+    Ewma width_;                  // draft rows per drafted position (1 for chains, more for trees)
+    int n_plain_ = 0;             // plain cycles of this sequence (the baseline is seeded with them)
+    int32_t n_past_ = 0;          // the context at the last cycle (the cost curve's bucket)
+    int full_streak_ = 0;         // cycles in a row whose draft reached the depth and was all accepted
 };
 
 }  // namespace
 
-std::unique_ptr<DepthPolicy> make_profit_policy(const DepthParams& p) { return std::make_unique<ProfitPolicy>(p); }
+std::unique_ptr<DepthPolicy> make_profit_policy(const DepthParams& p, std::shared_ptr<VerifyCostModel> cost) {
+    return std::make_unique<ProfitPolicy>(p, std::move(cost));
+}
 
 }  // namespace bee

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "spec/depth_policy.h"
 #include "spec/drafter.h"
 
 namespace bee {
@@ -36,11 +37,14 @@ public:
     const SpecParams& params() const { return params_; }
     const Model& target() const { return target_; }
     DrafterShared* get(const std::string& name) const;
+    // The verify cost curve every sequence's profit controller shares (depth_policy.h).
+    const std::shared_ptr<VerifyCostModel>& verify_cost() const { return verify_cost_; }
 
 private:
     SpecParams params_;
     const Model& target_;
     std::map<std::string, std::unique_ptr<DrafterShared>> shared_;
+    std::shared_ptr<VerifyCostModel> verify_cost_ = std::make_shared<VerifyCostModel>();
 };
 
 }  // namespace bee

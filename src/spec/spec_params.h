@@ -51,6 +51,7 @@ struct SpecParams {
     int recycle_k = 8;          // successors kept per token
     int suffix_max_depth = 64;
     float suffix_factor = 2.0f, suffix_offset = 0.0f, suffix_min_prob = 0.1f;
+    int suffix_tree_nodes = 0;  // --spec-suffix-tree: > 0 drafts a best-first tree of this many nodes
 
     DepthParams depth;
 

@@ -10,18 +10,22 @@
 
 namespace bee {
 
-Speculator::Speculator(SpecShared& shared) : shared_(shared) {
+Speculator::Speculator(SpecShared& shared) : Speculator(shared, shared.params().types) {}
+
+Speculator::Speculator(SpecShared& shared, const std::vector<std::string>& types) : shared_(shared) {
     const SpecParams& p = shared.params();
-    for (const std::string& name : p.types) {
+    for (const std::string& name : types) {
         const DrafterKind* k = find_drafter_kind(name);
         if (!k) fail("unknown speculative type: '%s'", name.c_str());
+        if (std::find(p.types.begin(), p.types.end(), name) == p.types.end())
+            fail("speculative type '%s' was not started with this process (--spec-type)", name.c_str());
         DrafterEnv env{p, shared.target(), shared.get(name)};
         drafters_.push_back(k->make(env));
         DrafterStats st;
         st.name = k->stats_name;
         stats_.drafters.push_back(st);
     }
-    policy_ = make_depth_policy(p.depth);
+    policy_ = make_depth_policy(p.depth, shared.verify_cost());
 }
 
 Speculator::~Speculator() = default;
@@ -46,7 +50,7 @@ const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t 
     int base = 0;
     for (const auto& d : drafters_) base = std::max(base, d->n_max());
     if (lim.n_max_override > 0) base = std::min(base, lim.n_max_override);
-    const int n_min = shared_.params().draft_n_min;
+    const int n_min = lim.n_min_override >= 0 ? lim.n_min_override : shared_.params().draft_n_min;
     depth_ = std::min(policy_->next(base), lim.n_max);
     if (depth_ <= 0 || depth_ < n_min || lim.n_nodes <= 0) {
         depth_ = std::max(depth_, 0);
@@ -141,6 +145,8 @@ void Speculator::commit(KvCache& kv, int seq, int32_t pos, const VerifyResult& r
     c.draft_ms = draft_ms_;
     c.cycle_ms = time_ms() - t_start_;
     c.timed = timed_;
+    c.n_nodes = tree_.size();
+    c.n_past = pos;
     policy_->record(c);
 }
 

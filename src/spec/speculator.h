@@ -48,6 +48,7 @@ struct DraftLimits {
     int n_max = INT_MAX;    // draft tokens on any path: context room and tokens left to generate
     int n_nodes = INT_MAX;  // nodes in the tree (a tree batch must fit in n_ubatch: n_ubatch - 1)
     int n_max_override = 0; // per-request speculative.n_max (> 0: caps the depth policy's base)
+    int n_min_override = -1; // per-request speculative.n_min (>= 0: replaces --spec-draft-n-min)
     float target_temp = 0;  // the target sampler's temperature (--spec-draft-temp auto)
     bool timed = true;      // false: this cycle shares its decode with other sequences (no timing data)
 };
@@ -56,6 +57,9 @@ class Speculator {
 public:
     // Creates one drafter per type in shared.params().types. Throws Error if a drafter can't start.
     explicit Speculator(SpecShared& shared);
+    // Only `types` (each one of shared.params().types, in priority order): a server request's
+    // speculative.type. Throws Error for a type the shared state was not started with.
+    Speculator(SpecShared& shared, const std::vector<std::string>& types);
     ~Speculator();
 
     bool enabled() const { return !drafters_.empty(); }

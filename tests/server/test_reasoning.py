@@ -12,8 +12,10 @@ THINK_TEMPLATE = ("{% for message in messages %}{{'<|im_start|>' + message['role
                   "{% endif %}")
 MSG = [{"role": "user", "content": "What is the capital of France?"}]
 BUDGET = {"thinking_budget_tokens": 6}  # per request, as the server has no --reasoning-budget
-# Small loop-guard thresholds so a greedy SmolLM2 that keeps going (ignore_eos) trips it quickly.
-LOOPY = {"messages": [{"role": "user", "content": "Say 'la' many times."}], "max_tokens": 400, "temperature": 0,
+# Small loop-guard thresholds so a greedy SmolLM2 that keeps going (ignore_eos) trips it quickly. The
+# prompt is itself a loop: a request that only asks for one ("Say 'la' many times.") loops or not
+# depending on the last bits of the logits, which kernel changes may move.
+LOOPY = {"messages": [{"role": "user", "content": " ".join(["la"] * 16)}], "max_tokens": 400, "temperature": 0,
          "ignore_eos": True, "reasoning_loop_min_tokens": 32, "reasoning_loop_window": 96,
          "reasoning_loop_max_period": 32, "reasoning_loop_min_coverage": 32, "reasoning_loop_check_interval": 8}
 
@@ -63,7 +65,9 @@ def test_loop_guard_settings_validated(think_server):
 
 def test_loop_guard_force_close(think_server):
     r = think_server.post("/v1/chat/completions", LOOPY)[2]
-    assert r["loop_guard"]["triggered"] is True and r["loop_guard"]["action"] == "force-close"
+    # The reasoning was force-closed (visible content follows it); when the answer then loops as well, the
+    # guard, out of interventions, stops the request and reports that last action.
+    assert r["loop_guard"]["triggered"] is True and r["loop_guard"]["action"] in ("force-close", "stop")
     details = r["usage"]["completion_tokens_details"]
     assert details["reasoning_tokens"] < 400 and details["visible_tokens"] > 0
     assert r["choices"][0]["message"]["content"] != ""

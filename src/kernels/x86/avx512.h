@@ -4,7 +4,7 @@
 
 namespace bee::avx512 {
 
-// Blocked matmul kernel for weight type `wtype`, or nullptr if none.
-const GemmKernel* gemm_kernel(GgmlType wtype);
+// Blocked matmul kernel for weight type `wtype` stored in `layout`, or nullptr if none.
+const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout);
 
 }  // namespace bee::avx512

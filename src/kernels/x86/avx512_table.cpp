@@ -8,8 +8,19 @@ namespace bee::avx512 {
 extern const GemmKernel kGemmQ4_0, kGemmQ4_1, kGemmQ5_0, kGemmQ5_1, kGemmQ8_0;
 // gemm_k_avx512.cpp
 extern const GemmKernel kGemmQ4_K, kGemmQ6_K;
+// gemm_rows4_avx512.cpp
+extern const GemmKernel kGemmRows4Q4_0, kGemmRows4Q4_1, kGemmRows4Q5_0, kGemmRows4Q8_0;
 
-const GemmKernel* gemm_kernel(GgmlType wtype) {
+const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout) {
+    if (layout == WeightLayout::rows4) {
+        switch (wtype) {
+            case GgmlType::Q4_0: return &kGemmRows4Q4_0;
+            case GgmlType::Q4_1: return &kGemmRows4Q4_1;
+            case GgmlType::Q5_0: return &kGemmRows4Q5_0;
+            case GgmlType::Q8_0: return &kGemmRows4Q8_0;
+            default: return nullptr;
+        }
+    }
     switch (wtype) {
         case GgmlType::Q4_0: return &kGemmQ4_0;
         case GgmlType::Q4_1: return &kGemmQ4_1;

@@ -201,8 +201,8 @@ struct Tiles {
 
 // Referenced from avx512_table.cpp.
 extern const GemmKernel kGemmQ4_K = {GgmlType::Q8_K, prepared_row_bytes, prepare_q8_k, tile_any<Tiles<Q4K>>, kMaxRows,
-                                     kMaxCols};
+                                     kMaxCols, nullptr};
 extern const GemmKernel kGemmQ6_K = {GgmlType::Q8_K, prepared_row_bytes, prepare_q8_k, tile_any<Tiles<Q6K>>, kMaxRows,
-                                     kMaxCols};
+                                     kMaxCols, nullptr};
 
 }  // namespace bee::avx512

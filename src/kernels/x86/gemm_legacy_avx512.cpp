@@ -16,35 +16,19 @@
 #include <cstring>
 
 #include "kernels/x86/avx512.h"
+#include "kernels/x86/gemm_legacy_avx512.h"
 #include "kernels/x86/gemm_tiles_avx512.h"
 #include "quant/blocks.h"
 
 namespace bee::avx512 {
 
-namespace {
+size_t act_pair_row_bytes(int64_t n) { return (size_t)((n / 32 + 1) / 2) * sizeof(ActPair); }
 
-
-// A prepared activation pair: blocks 2p and 2p+1 of a Q8_0 / Q8_1 row (zeros past the row's end).
-struct alignas(64) ActPair {
-    int8_t q[64];
-    float d[16];     // lane l: scale of the block that int32 lane l of q belongs to (lanes 0-7, 8-15)
-    union {              // which one depends on the activation type (the other is never read)
-        int32_t off[16];  // Q8_0 rows: -off · Σ of the lane's 4 quants (the symmetric types' offset)
-        float s[16];      // Q8_1 rows: the block's s in its first lane (0 and 8), 0 elsewhere
-    };
-};
-static_assert(sizeof(ActPair) == 192, "ActPair layout");
-
-int64_t n_pairs(int64_t n) { return (n / 32 + 1) / 2; }
-
-size_t prepared_row_bytes(int64_t n) { return (size_t)n_pairs(n) * sizeof(ActPair); }
-
-// Q8_0 row -> pairs, with the offset `Off` of the weight type folded into `off`.
 template <int Off>
-void prepare_q8_0(const void* src, void* dst, int64_t n) {
+void prepare_pairs_q8_0(const void* src, void* dst, int64_t n) {
     const BlockQ8_0* x = (const BlockQ8_0*)src;
     ActPair* out = (ActPair*)dst;
-    memset(out, 0, prepared_row_bytes(n));
+    memset(out, 0, act_pair_row_bytes(n));
     for (int64_t b = 0; b < n / 32; b++) {
         ActPair& o = out[b / 2];
         const int h = (int)(b % 2) * 8;  // first lane of this block
@@ -57,12 +41,14 @@ void prepare_q8_0(const void* src, void* dst, int64_t n) {
         }
     }
 }
+template void prepare_pairs_q8_0<8>(const void*, void*, int64_t);
+template void prepare_pairs_q8_0<16>(const void*, void*, int64_t);
+template void prepare_pairs_q8_0<128>(const void*, void*, int64_t);
 
-// Q8_1 row -> pairs.
-void prepare_q8_1(const void* src, void* dst, int64_t n) {
+void prepare_pairs_q8_1(const void* src, void* dst, int64_t n) {
     const BlockQ8_1* x = (const BlockQ8_1*)src;
     ActPair* out = (ActPair*)dst;
-    memset(out, 0, prepared_row_bytes(n));
+    memset(out, 0, act_pair_row_bytes(n));
     for (int64_t b = 0; b < n / 32; b++) {
         ActPair& o = out[b / 2];
         const int h = (int)(b % 2) * 8;
@@ -72,6 +58,11 @@ void prepare_q8_1(const void* src, void* dst, int64_t n) {
         o.s[h] = fp16_to_fp32(x[b].s);
     }
 }
+
+namespace {
+
+// Bytes a tile reads ahead of itself in each weight row (software prefetch).
+constexpr size_t kAhead = 512;
 
 // An unpacked weight pair: unsigned bytes, the scale per lane, the min per lane (_1 types).
 struct WeightPair {
@@ -165,7 +156,12 @@ inline __attribute__((always_inline)) void tile_pair(const uint8_t* w, size_t ws
     using Block = typename W::Block;
     WeightPair wp[R];
     #pragma GCC unroll 4
-    for (int r = 0; r < R; r++) wp[r] = W::template unpack<two>((const Block*)(w + r * ws) + 2 * p);
+    for (int r = 0; r < R; r++) {
+        // note: each weight row is its own stream; reading kAhead bytes ahead keeps enough lines in
+        // flight for a matvec, which the hardware prefetcher alone did not.
+        _mm_prefetch((const char*)((const Block*)(w + r * ws) + 2 * p) + kAhead, _MM_HINT_T0);
+        wp[r] = W::template unpack<two>((const Block*)(w + r * ws) + 2 * p);
+    }
     #pragma GCC unroll 4
     for (int c = 0; c < C; c++) {
         const ActPair* ap = (const ActPair*)(a + c * as) + p;
@@ -211,15 +207,15 @@ struct Tiles {
 }  // namespace
 
 // Referenced from avx512_table.cpp.
-extern const GemmKernel kGemmQ4_0 = {GgmlType::Q8_0, prepared_row_bytes, prepare_q8_0<8>, tile_any<Tiles<Q4_0>>,
-                                     kMaxRows, kMaxCols};
-extern const GemmKernel kGemmQ5_0 = {GgmlType::Q8_0, prepared_row_bytes, prepare_q8_0<16>, tile_any<Tiles<Q5_0>>,
-                                     kMaxRows, kMaxCols};
-extern const GemmKernel kGemmQ8_0 = {GgmlType::Q8_0, prepared_row_bytes, prepare_q8_0<128>, tile_any<Tiles<Q8_0>>,
-                                     kMaxRows, kMaxCols};
-extern const GemmKernel kGemmQ4_1 = {GgmlType::Q8_1, prepared_row_bytes, prepare_q8_1, tile_any<Tiles<Q4_1>>,
-                                     kMaxRows, kMaxCols};
-extern const GemmKernel kGemmQ5_1 = {GgmlType::Q8_1, prepared_row_bytes, prepare_q8_1, tile_any<Tiles<Q5_1>>,
-                                     kMaxRows, kMaxCols};
+extern const GemmKernel kGemmQ4_0 = {GgmlType::Q8_0, act_pair_row_bytes, prepare_pairs_q8_0<8>, tile_any<Tiles<Q4_0>>,
+                                     kMaxRows, kMaxCols, nullptr};
+extern const GemmKernel kGemmQ5_0 = {GgmlType::Q8_0, act_pair_row_bytes, prepare_pairs_q8_0<16>, tile_any<Tiles<Q5_0>>,
+                                     kMaxRows, kMaxCols, nullptr};
+extern const GemmKernel kGemmQ8_0 = {GgmlType::Q8_0, act_pair_row_bytes, prepare_pairs_q8_0<128>, tile_any<Tiles<Q8_0>>,
+                                     kMaxRows, kMaxCols, nullptr};
+extern const GemmKernel kGemmQ4_1 = {GgmlType::Q8_1, act_pair_row_bytes, prepare_pairs_q8_1, tile_any<Tiles<Q4_1>>,
+                                     kMaxRows, kMaxCols, nullptr};
+extern const GemmKernel kGemmQ5_1 = {GgmlType::Q8_1, act_pair_row_bytes, prepare_pairs_q8_1, tile_any<Tiles<Q5_1>>,
+                                     kMaxRows, kMaxCols, nullptr};
 
 }  // namespace bee::avx512

@@ -4,8 +4,14 @@
 // most frequent continuation while its empirical probability (product of child/parent counts) stays
 // >= min_prob, at most p * factor + offset tokens; the candidate with the highest summed probability
 // wins (ties: the longer match).
+//
+// Tree mode (--spec-suffix-tree N > 0, the paper's speculation tree): instead of one path, grow up to N
+// nodes best-first below the matched node by path probability, so where earlier text continued in
+// several ways (a paraphrasing model picks one of them) each way is verified in the same batch. The score
+// is again the summed probability (the expected accepted length under the trie's counts).
 #include <algorithm>
 #include <cmath>
+#include <queue>
 
 #include "spec/drafters/drafters.h"
 #include "spec/drafters/suffix_trie.h"
@@ -22,7 +28,7 @@ struct GlobalTrie : DrafterShared {
 };
 
 struct Candidate {
-    std::vector<int32_t> tokens;
+    DraftTree tree;  // a chain unless tree mode
     double score = 0;
     int match = 0;
 };
@@ -48,7 +54,7 @@ public:
         Candidate best;
         search(local_, cap, best);
         search(g_->trie, cap, best);
-        if (!best.tokens.empty()) out.add_chain(best.tokens.data(), (int)best.tokens.size());
+        if (!best.tree.empty()) out.nodes = std::move(best.tree.nodes);
     }
 
     void end(const std::vector<int32_t>& output) override {
@@ -68,18 +74,50 @@ private:
             const int cap = std::min(cap_all, (int)std::floor(p * p_.suffix_factor + p_.suffix_offset));
             Candidate c;
             c.match = p;
-            double prob = 1.0;
-            while ((int)c.tokens.size() < cap) {
-                const int32_t next = trie.best_child(node);
-                if (next < 0) break;
-                prob *= (double)trie.count(next) / (double)trie.count(node);
-                if (prob < p_.suffix_min_prob) break;
-                c.tokens.push_back(trie.token(next));
-                c.score += prob;
-                node = next;
-            }
-            if (!c.tokens.empty() && (c.score > best.score || (c.score == best.score && c.match > best.match)))
+            if (p_.suffix_tree_nodes > 0) grow_tree(trie, node, cap, c);
+            else grow_chain(trie, node, cap, c);
+            if (!c.tree.empty() && (c.score > best.score || (c.score == best.score && c.match > best.match)))
                 best = std::move(c);
+        }
+    }
+
+    // The most frequent path below `node` while its probability stays >= min_prob.
+    void grow_chain(const SuffixTrie& trie, int32_t node, int cap, Candidate& c) const {
+        double prob = 1.0;
+        while (c.tree.size() < cap) {
+            const int32_t next = trie.best_child(node);
+            if (next < 0) break;
+            prob *= (double)trie.count(next) / (double)trie.count(node);
+            if (prob < p_.suffix_min_prob) break;
+            c.tree.add(trie.token(next), c.tree.size() - 1);
+            c.score += prob;
+            node = next;
+        }
+    }
+
+    // Best-first: the open trie node with the highest path probability joins the tree next (a child's
+    // probability never exceeds its parent's, so parents come first), until the node budget is spent.
+    void grow_tree(const SuffixTrie& trie, int32_t node, int cap, Candidate& c) const {
+        struct Open {
+            double prob;
+            int32_t trie_node, parent, depth;  // parent: index in c.tree (-1: the root)
+            bool operator<(const Open& o) const { return prob < o.prob; }
+        };
+        std::priority_queue<Open> open;
+        const auto push_children = [&](int32_t from, double prob, int32_t parent, int32_t depth) {
+            if (depth >= cap) return;
+            for (int32_t ch = trie.first_child(from); ch >= 0; ch = trie.next_sibling(ch)) {
+                const double q = prob * (double)trie.count(ch) / (double)trie.count(from);
+                if (q >= p_.suffix_min_prob) open.push({q, ch, parent, depth + 1});
+            }
+        };
+        push_children(node, 1.0, -1, 0);
+        while (!open.empty() && c.tree.size() < p_.suffix_tree_nodes) {
+            const Open o = open.top();
+            open.pop();
+            const int idx = c.tree.add(trie.token(o.trie_node), o.parent);
+            c.score += o.prob;
+            push_children(o.trie_node, o.prob, idx, o.depth);
         }
     }
 

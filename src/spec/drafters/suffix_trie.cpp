@@ -25,7 +25,8 @@ void SuffixTrie::append(int32_t token) {
         int32_t c = child(parent, token);
         if (c < 0) {
             c = (int32_t)nodes_.size();
-            nodes_.push_back(Node{token, 0, -1});
+            nodes_.push_back(Node{token, 0, -1, -1, nodes_[parent].first_child});
+            nodes_[parent].first_child = c;
             edges_.emplace(edge(parent, token), c);
         }
         nodes_[c].count++;

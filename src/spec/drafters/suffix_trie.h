@@ -22,6 +22,9 @@ public:
     int32_t child(int32_t node, int32_t token) const;
     int32_t count(int32_t node) const { return nodes_[node].count; }
     int32_t best_child(int32_t node) const { return nodes_[node].best_child; }  // most frequent, -1: leaf
+    // Every child of a node: first_child, then next_sibling until -1 (newest first).
+    int32_t first_child(int32_t node) const { return nodes_[node].first_child; }
+    int32_t next_sibling(int32_t node) const { return nodes_[node].next_sibling; }
     int32_t token(int32_t node) const { return nodes_[node].token; }
     int max_depth() const { return max_depth_; }
     size_t n_nodes() const { return nodes_.size(); }
@@ -31,6 +34,7 @@ private:
         int32_t token = -1;
         int32_t count = 0;
         int32_t best_child = -1;
+        int32_t first_child = -1, next_sibling = -1;
     };
     static uint64_t edge(int32_t node, int32_t token) { return ((uint64_t)(uint32_t)node << 32) | (uint32_t)token; }
 

@@ -162,7 +162,7 @@ TEST(KvAttention, MixedKAndVTypes) {
     }
 }
 
-// The per-ISA head decoders and float dot / axpy against the scalar ones on the same bytes.
+// The per-ISA head decoders against the scalar ones on the same bytes.
 TEST(KvAttention, IsaPrimitivesMatchScalar) {
     for (GgmlType t : kKvTypes) {
         const int n = kv_padded_dim(t, 256);
@@ -185,26 +185,84 @@ TEST(KvAttention, IsaPrimitivesMatchScalar) {
                 ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::fabs(want[i]))) << ggml_type_name(t) << " " << isa_name(isa) << " i " << i;
         }
     }
-    const std::vector<float> a = random_floats(100, 23), b = random_floats(100, 24);
-    const AttnMath ref_math = kv_scalar::attn_math();
-    for (Isa isa : all_isas()) {
-        IsaScope scope(isa);
-        const AttnMath m = attn_math_for();
-        for (int n : {16, 64, 100}) {
-            EXPECT_NEAR(m.dot(a.data(), b.data(), n), ref_math.dot(a.data(), b.data(), n), 1e-5) << isa_name(isa);
-            std::vector<float> acc(a), want(a);
-            m.axpy(acc.data(), 0.3f, b.data(), n);
-            ref_math.axpy(want.data(), 0.3f, b.data(), n);
-            for (int i = 0; i < 100; i++) ASSERT_NEAR(acc[i], want[i], 1e-6) << isa_name(isa) << " n " << n;
+}
+
+// The f32 tile kernels of every ISA against the scalar ones, over head widths with and without tails,
+// partial tiles and 1..7 query heads (more than one pass of 4).
+TEST(KvAttention, IsaTileKernelsMatchScalar) {
+    const AttnMath ref = kv_scalar::attn_math();
+    for (int n : {16, 64, 72, 100, 256})
+        for (int nt : {1, 7, 16, 19, kAttnTile})
+            for (int nh : {1, 3, 4, 7}) {
+                const std::vector<float> q = random_floats((size_t)nh * n, 23), p = random_floats((size_t)nh * kAttnTile, 25, 0, 1);
+                const std::vector<float> heads = random_floats((size_t)nt * n, 24);
+                std::vector<const uint8_t*> ptr(nt);
+                for (int c = 0; c < nt; c++) ptr[c] = (const uint8_t*)(heads.data() + (size_t)c * n);
+                std::vector<float> want_s((size_t)nh * kAttnTile, 0), want_acc = random_floats((size_t)nh * n, 26);
+                std::vector<float> acc0 = want_acc;
+                ref.score(q.data(), nh, n, ptr.data(), nt, want_s.data());
+                ref.accum(want_acc.data(), nh, n, p.data(), ptr.data(), nt);
+                for (Isa isa : all_isas()) {
+                    IsaScope scope(isa);
+                    const AttnMath m = attn_math_for();
+                    std::vector<float> got_s((size_t)nh * kAttnTile, 0), got_acc = acc0;
+                    m.score(q.data(), nh, n, ptr.data(), nt, got_s.data());
+                    m.accum(got_acc.data(), nh, n, p.data(), ptr.data(), nt);
+                    for (int i = 0; i < nh; i++)
+                        for (int c = 0; c < nt; c++)
+                            ASSERT_NEAR(got_s[i * kAttnTile + c], want_s[i * kAttnTile + c], 1e-4)
+                                << isa_name(isa) << " n " << n << " nt " << nt << " nh " << nh;
+                    for (size_t e = 0; e < got_acc.size(); e++)
+                        ASSERT_NEAR(got_acc[e], want_acc[e], 1e-5) << isa_name(isa) << " n " << n << " nt " << nt;
+                }
+            }
+}
+
+// A type's fused tile kernels (reading stored bytes) give exactly the bits of its decoder followed by
+// the f32 tile kernels, which the driver uses on pre-decoded cells in multi-row batches (invariant 2).
+TEST(KvAttention, FusedTileKernelsEqualDecodeThenF32) {
+    int checked = 0;
+    for (GgmlType t : kKvTypes) {
+        const int n = kv_padded_dim(t, 64 + 8);
+        const size_t hb = ggml_row_size(t, n);
+        const int nt = 21, nh = 5;
+        const std::vector<float> x = random_floats((size_t)nt * n, 31);
+        std::vector<uint8_t> rows(hb * nt);
+        for (int c = 0; c < nt; c++) quant_traits(t)->quantize_row(x.data() + (size_t)c * n, rows.data() + c * hb, n);
+        const std::vector<float> q = random_floats((size_t)nh * n, 32), p = random_floats((size_t)nh * kAttnTile, 33, 0, 1);
+        for (Isa isa : all_isas()) {
+            IsaScope scope(isa);
+            const KvOps ops = kv_ops_for(t);
+            if (!ops.score) continue;
+            ASSERT_TRUE(ops.accum && ops.decode) << ggml_type_name(t);
+            checked++;
+            const AttnMath m = attn_math_for();
+            std::vector<float> dec((size_t)nt * n);
+            std::vector<const uint8_t*> raw(nt), f32(nt);
+            for (int c = 0; c < nt; c++) {
+                raw[c] = rows.data() + c * hb;
+                ops.decode(raw[c], dec.data() + (size_t)c * n, n);
+                f32[c] = (const uint8_t*)(dec.data() + (size_t)c * n);
+            }
+            std::vector<float> s1((size_t)nh * kAttnTile, 0), s2 = s1, a1 = random_floats((size_t)nh * n, 34), a2 = a1;
+            ops.score(q.data(), nh, n, raw.data(), nt, s1.data());
+            m.score(q.data(), nh, n, f32.data(), nt, s2.data());
+            ops.accum(a1.data(), nh, n, p.data(), raw.data(), nt);
+            m.accum(a2.data(), nh, n, p.data(), f32.data(), nt);
+            EXPECT_EQ(0, memcmp(s1.data(), s2.data(), s1.size() * sizeof(float))) << ggml_type_name(t) << " " << isa_name(isa);
+            EXPECT_EQ(0, memcmp(a1.data(), a2.data(), a1.size() * sizeof(float))) << ggml_type_name(t) << " " << isa_name(isa);
         }
     }
+    // f16, bf16, q8_0 and six scalar turbo types have fused kernels on every SIMD ISA this CPU runs
+    EXPECT_EQ(checked, 9 * (int)(all_isas().size() - 1));
 }
 
 // DESIGN.md invariant 2 with compressed KV: a row's output is bit-identical alone or in a batch.
 TEST(KvAttention, RowAloneEqualsRowInBatch) {
     ThreadPool pool1(1), pool2(2);
     AttnSetup s(64);
-    for (GgmlType t : {GgmlType::Q8_0, GgmlType::TURBO3, GgmlType::TURBO3_64, GgmlType::TURBO2_TCQ}) {
+    for (GgmlType t : {GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::TURBO3,
+                       GgmlType::TURBO4, GgmlType::TURBO3_64, GgmlType::TURBO2_TCQ}) {
         const KvStore k = make_kv(t, s.kf, s.n_cells, s.n_head_kv, 64);
         const KvStore v = make_kv(t, s.vf, s.n_cells, s.n_head_kv, 64);
         for (Isa isa : all_isas()) {

@@ -77,6 +77,65 @@ TEST(DepthPolicy, FringeFollowsAcceptanceAtTheEdge) {
     EXPECT_EQ(simulate(*lo, 10, 100, 10, 1, accept_none), 0);
 }
 
+TEST(VerifyCost, LinearInRowsPerContextBucket) {
+    VerifyCostModel m(1.0);  // alpha 1: the last sample
+    EXPECT_LT(m.predict(100, 0), 0);  // nothing measured
+    m.add(100, 4, 30);                // a drafted cycle before any plain one is not usable
+    EXPECT_LT(m.predict(100, 4), 0);
+    m.add(100, 0, 10);
+    EXPECT_DOUBLE_EQ(m.predict(100, 0), 10);
+    EXPECT_LT(m.predict(100, 4), 0);  // no drafted cycle yet: the slope is unknown
+    m.add(200, 4, 18);                // +2 ms per row
+    EXPECT_DOUBLE_EQ(m.predict(300, 8), 26);
+    EXPECT_LT(m.predict(9000, 0), 0);  // another context bucket is learnt separately
+    EXPECT_EQ(VerifyCostModel::bucket(8191), 0);
+    EXPECT_EQ(VerifyCostModel::bucket(8192), 1);
+    EXPECT_EQ(VerifyCostModel::bucket(1 << 20), 5);
+}
+
+// A CPU-like curve: every row costs a quarter of a plain decode. Three of eight draft tokens are accepted
+// (the first three), so depth 3 (4 tokens for 1.75 decodes) beats depth 8 (4 tokens for 3 decodes).
+TEST(DepthPolicy, ProfitWeighsTheVerifyCostCurve) {
+    auto pol = make_depth_policy(adaptive("profit"));
+    const int d = simulate(*pol, 8, 300, 8, 2, accept_three);
+    EXPECT_GE(d, 2);
+    EXPECT_LE(d, 4);
+}
+
+// The curve is shared: a second request starts with it known and does not seed a baseline again; on
+// a prompt where nothing is accepted it stops drafting after warm-up + off-dwell cycles.
+TEST(DepthPolicy, ProfitSharesTheCostCurveAcrossRequests) {
+    DepthParams p = adaptive("profit");
+    p.probe_interval = 1000;
+    auto cost = std::make_shared<VerifyCostModel>();
+    auto first = make_depth_policy(p, cost);
+    simulate(*first, 16, 50, 10, 2.5, accept_none);
+    EXPECT_GT(cost->predict(0, 0), 0);
+    auto second = make_depth_policy(p, cost);
+    EXPECT_EQ(second->next(16), 16);  // warm-up right away: the baseline is known
+    int drafted_cycles = 0, last = -1;
+    for (int i = 0; i < 30; i++) {
+        const int depth = i == 0 ? 16 : second->next(16);
+        drafted_cycles += depth > 0 ? 1 : 0;
+        CycleRecord c;
+        c.depth = c.n_drafted = depth;
+        c.cycle_ms = 10 + 2.5 * depth;
+        second->record(c);
+        last = depth;
+    }
+    EXPECT_EQ(last, 0);
+    EXPECT_LE(drafted_cycles, p.min_samples + p.off_dwell + 1);
+}
+
+// Settled shallow while only three tokens were accepted, the controller sees nothing beyond its depth
+// (no exploration here); when the drafts then fill the depth and are wholly accepted it climbs anyway.
+TEST(DepthPolicy, ProfitClimbsWhenDraftsFillTheDepth) {
+    auto pol = make_depth_policy(adaptive("profit"));
+    const int shallow = simulate(*pol, 16, 200, 8, 2, accept_three);
+    ASSERT_LE(shallow, 4);
+    EXPECT_GE(simulate(*pol, 16, 40, 8, 2, accept_all), 10);
+}
+
 TEST(DepthPolicy, UnknownControllerIsAnError) {
     DepthParams p;
     p.controller = "greedy";

@@ -203,3 +203,36 @@ TEST(Suffix, LongestFrequentContinuationAndGlobalTree) {
 }
 
 }  // namespace bee::test
+
+namespace bee::test {
+
+// "1 2 3" was followed by "4 6 10" three times and by "5 7 11" once: a chain drafts the frequent path,
+// tree mode adds the rarer one as a second branch (best-first by path probability, parents first). The
+// context "99 1 2 3" is new, so "1 2 3" is the longest match.
+TEST(Suffix, TreeModeBranchesWhereEarlierTextContinuedDifferently) {
+    const std::vector<int32_t> h{1, 2, 3, 4, 6, 10, 1, 2, 3, 5, 7, 11, 1, 2, 3, 4, 6, 10, 1, 2, 3, 4, 6, 10, 99, 1, 2};
+    SpecParams p;
+    auto chain = make_drafter("suffix", p, target());
+    chain->begin(h);
+    EXPECT_EQ(draft_chain(*chain, h, 3, 3), (std::vector<int32_t>{4, 6, 10}));
+
+    p.suffix_tree_nodes = 5;
+    auto tree = make_drafter("suffix", p, target());
+    tree->begin(h);
+    DraftTree t;
+    tree->draft(DraftRequest{h, 3, 3, 0.0f}, t);
+    ASSERT_EQ(t.size(), 5);
+    const std::vector<int32_t> tokens{4, 6, 10, 5, 7}, parents{-1, 0, 1, -1, 3};
+    for (int i = 0; i < 5; i++) {
+        EXPECT_EQ(t.nodes[i].token, tokens[i]) << i;
+        EXPECT_EQ(t.nodes[i].parent, parents[i]) << i;
+    }
+    EXPECT_EQ(t.max_depth(), 3);  // the depth cap holds on every branch
+
+    p.suffix_tree_nodes = 2;  // the budget cuts the tree, keeping the most probable nodes
+    auto small = make_drafter("suffix", p, target());
+    small->begin(h);
+    EXPECT_EQ(draft_chain(*small, h, 3, 3), (std::vector<int32_t>{4, 6}));
+}
+
+}  // namespace bee::test

@@ -1,0 +1,80 @@
+// server/slot_spec: a slot's speculative step inside the shared batch — draft and add its rows, then
+// verify, commit the KV cache and emit the accepted tokens through the ordinary per-token path
+// (contract in spec/speculator.h).
+#include <algorithm>
+
+#include "server/slot.h"
+
+namespace bee::server {
+
+// Inside a reasoning span a budget or the loop guard may force the close tag after any token. The
+// draft tokens after it are then dropped, but the sampler's penalty window has already seen them (it
+// cannot rewind), so with penalties on such a span is generated without drafts, token by token.
+bool Slot::may_draft() const {
+    if (!spec_ || state_ != State::generate || !forced_.empty()) return false;
+    const SamplingParams& sp = task_->params.sampling;
+    const bool penalties = sp.repeat_penalty != 1.0f || sp.presence_penalty != 0.0f || sp.frequency_penalty != 0.0f;
+    const bool may_force = output_->in_reasoning() && (guard_ || task_->params.reasoning_budget >= 0);
+    return !(penalties && may_force);
+}
+
+bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed) {
+    drafting_ = false;
+    if (!may_draft()) return false;
+    const GenParams& gp = task_->params;
+    const int32_t pos = (int32_t)cache.size();  // last_'s position
+    DraftLimits lim;
+    // Every draft row needs a cell inside the slot's context; a step emits at most depth + 1 tokens.
+    lim.n_max = n_ctx_slot - pos - 1;
+    if (gp.n_predict >= 0) lim.n_max = std::min(lim.n_max, gp.n_predict - n_predicted_ - 1);
+    lim.n_nodes = std::min(room - 1, n_ctx_slot - pos - 1);
+    lim.n_max_override = std::max(gp.spec.n_max, 0);
+    lim.n_min_override = gp.spec.n_min;
+    lim.target_temp = gp.sampling.temp;
+    lim.timed = timed;
+    spec_->draft(cache, last_, lim);
+    step_row0 = spec_->add_to_batch(b, last_, pos, id_);
+    step_rows = 1 + spec_->tree().size();
+    drafting_ = true;
+    return true;
+}
+
+bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, KvCache& kv, int32_t n_ctx_slot, double now_ms) {
+    drafting_ = false;
+    const int32_t pos = (int32_t)cache.size();  // last_'s position
+    const int n_drafted = spec_->tree().size();
+    const VerifyResult r = spec_->verify(b, out, step_row0, *sampler_);
+    spec_->commit(kv, id_, pos, r);  // the cache now holds last_ and the accepted draft tokens
+    fin_.draft_n += n_drafted;
+    fin_.draft_n_accepted += r.n_accepted();
+    cache.push_back(last_);
+    for (size_t i = 0; i < r.tokens.size(); i++) {
+        const int32_t t = r.tokens[i];
+        // r.tokens[i] was sampled from the root's row (i = 0) or from the previous accepted node's row.
+        const int32_t row = step_row0 + (i == 0 ? 0 : 1 + r.path[i - 1]);
+        const int32_t t_pos = pos + 1 + (int32_t)i;  // t's position once decoded
+        last_ = t;
+        bool ended = accept(t, false, token_info(out.logits_for_row(row), t), now_ms);
+        if (!ended && t_pos >= n_ctx_slot) {  // as sample(): t would need a cell past the slot's context
+            fin_.truncated = true;
+            finish(StopType::limit, now_ms);
+            ended = true;
+        }
+        if (ended || !forced_.empty()) {
+            // The rest of the draft is dropped: its cells (accepted tokens after t) leave the cache. t is
+            // not in it, like any token not yet decoded; a forced token is decoded after it next step.
+            kv.seq_rm(id_, t_pos, -1);
+            return ended;
+        }
+        if (i + 1 < r.tokens.size()) cache.push_back(t);
+    }
+    return false;
+}
+
+std::vector<std::string> Slot::spec_types() const {
+    if (spec_ && spec_ == spec_slot_.get()) return spec_shared_->params().types;
+    if (spec_) return task_->params.spec.types;
+    return {};
+}
+
+}  // namespace bee::server

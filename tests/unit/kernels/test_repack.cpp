@@ -1,0 +1,122 @@
+// tests/unit/kernels/test_repack: load-time weight repacking (kernels/repack.h). A repacked matrix unpacks
+// back to the exact GGUF bytes, and matmul on it gives bit for bit what matmul on the GGUF copy gives, on
+// every ISA (the ones without a repacked tile unpack rows on the fly), every tile shape, batch size and
+// thread count.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "base/fp16.h"
+#include "kernels/gemm.h"
+#include "kernels/kernels.h"
+#include "kernels/repack.h"
+#include "kernels_test_util.h"
+
+namespace bee {
+namespace {
+
+using test::all_isas;
+using test::IsaScope;
+using test::random_floats;
+
+const GgmlType kRows4Types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0};
+
+// Quantized random weights, or (raw) random bytes, every quant code included, with tame fp16 scales.
+std::vector<uint8_t> make_weights(GgmlType t, int64_t n_out, int64_t n_in, uint32_t seed, bool raw) {
+    std::vector<uint8_t> w(ggml_row_size(t, n_in) * n_out);
+    if (!raw) {
+        const std::vector<float> f = random_floats((size_t)(n_out * n_in), seed);
+        quantize_matrix(t, f.data(), w.data(), n_out, n_in);
+        return w;
+    }
+    std::mt19937 rng(seed);
+    for (uint8_t& b : w) b = (uint8_t)rng();
+    const size_t blk = ggml_type_info(t).type_size;
+    for (size_t off = 0; off < w.size(); off += blk)
+        for (size_t so = 0; so < (t == GgmlType::Q4_1 ? 4u : 2u); so += 2) {  // d (and Q4_1's m)
+            const fp16_t s = fp32_to_fp16(std::ldexp(1.0f + (rng() % 100) / 100.0f, -(int)(rng() % 8) - 4));
+            memcpy(&w[off + so], &s, 2);
+        }
+    return w;
+}
+
+bool have_rows4() { return cpu_isa_max() >= Isa::avx512; }
+
+RepackedWeight repack_on_avx512(GgmlType t, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in) {
+    IsaScope scope(Isa::avx512);
+    return repack_weight(t, w.data(), n_out, n_in);
+}
+
+// Rows not a multiple of 4 (padding rows), odd block counts (a missing last block of a pair).
+TEST(Repack, UnpacksToTheOriginalBytes) {
+    if (!have_rows4()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
+    for (GgmlType t : kRows4Types)
+        for (int64_t n_in : {32, 96, 128, 576})
+            for (int64_t n_out : {1, 6, 23}) {
+                const std::vector<uint8_t> w = make_weights(t, n_out, n_in, 3 + (uint32_t)n_in, true);
+                const RepackedWeight r = repack_on_avx512(t, w, n_out, n_in);
+                ASSERT_EQ(r.layout, WeightLayout::rows4) << ggml_type_name(t);
+                ASSERT_EQ(r.bytes, rows4_geometry(t, n_out, n_in).total_bytes());
+                const size_t row = ggml_row_size(t, n_in);
+                std::vector<uint8_t> back(row);
+                for (int64_t o = 0; o < n_out; o++) {
+                    unpack_row(t, r.layout, r.data.get(), n_out, n_in, o, back.data());
+                    ASSERT_EQ(0, memcmp(back.data(), w.data() + o * row, row))
+                        << ggml_type_name(t) << " n_in=" << n_in << " n_out=" << n_out << " row " << o;
+                }
+            }
+}
+
+// matmul on the repacked copy == matmul on the GGUF bytes, bit for bit, on every ISA; with n_out 21-23
+// and 10-11 tokens every tile shape (1-4 rows × 1-4 tokens) occurs; each token alone == in the batch.
+TEST(Repack, MatmulEqualsGgufLayoutBitForBit) {
+    if (!have_rows4()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
+    ThreadPool pool1(1), pool2(2);
+    for (GgmlType t : kRows4Types)
+        for (int64_t n_in : {32, 96, 576})
+            for (int64_t n_out : {21, 22, 23})
+                for (bool raw : {false, true}) {
+                    const int64_t n_tok = 10 + n_out % 2;
+                    const std::vector<uint8_t> w = make_weights(t, n_out, n_in, 50 + (uint32_t)(n_in + n_out), raw);
+                    const RepackedWeight r = repack_on_avx512(t, w, n_out, n_in);
+                    const std::vector<float> x = random_floats(n_tok * n_in, 9 + (uint32_t)n_in, -2, 2);
+                    std::vector<float> want(n_tok * n_out), got(n_tok * n_out), alone(n_out);
+                    for (Isa isa : all_isas()) {
+                        IsaScope scope(isa);
+                        matmul(pool1, t, w.data(), n_out, n_in, x.data(), n_tok, want.data());
+                        for (ThreadPool* pool : {&pool1, &pool2}) {
+                            matmul(*pool, t, r.data.get(), n_out, n_in, x.data(), n_tok, got.data(), r.layout);
+                            ASSERT_EQ(0, memcmp(want.data(), got.data(), want.size() * 4))
+                                << ggml_type_name(t) << " " << isa_name(isa) << " n_in=" << n_in << " n_out=" << n_out
+                                << " raw=" << raw << " threads=" << pool->size();
+                        }
+                        for (int64_t c = 0; c < n_tok; c++) {
+                            matmul(pool2, t, r.data.get(), n_out, n_in, x.data() + c * n_in, 1, alone.data(), r.layout);
+                            ASSERT_EQ(0, memcmp(alone.data(), want.data() + c * n_out, n_out * 4))
+                                << ggml_type_name(t) << " " << isa_name(isa) << " token " << c;
+                        }
+                    }
+                }
+}
+
+// The active ISA decides: AVX-512 repacks Q4_0/Q4_1/Q5_0/Q8_0 (and has their tiles), the others keep GGUF rows.
+TEST(Repack, PreferredLayoutFollowsTheIsa) {
+    for (Isa isa : all_isas()) {
+        IsaScope scope(isa);
+        for (GgmlType t : kRows4Types) {
+            const bool rows4 = isa >= Isa::avx512;
+            EXPECT_EQ(preferred_layout(t), rows4 ? WeightLayout::rows4 : WeightLayout::gguf) << isa_name(isa);
+            EXPECT_EQ(gemm_kernel_for(t, WeightLayout::rows4) != nullptr, rows4) << isa_name(isa);
+            const std::vector<uint8_t> w = make_weights(t, 4, 64, 1, false);
+            EXPECT_EQ(repack_weight(t, w.data(), 4, 64).data != nullptr, rows4);
+        }
+        for (GgmlType t : {GgmlType::F16, GgmlType::Q5_1, GgmlType::Q6_K})
+            EXPECT_EQ(preferred_layout(t), WeightLayout::gguf) << ggml_type_name(t);
+    }
+}
+
+}  // namespace
+}  // namespace bee
