@@ -30,6 +30,7 @@ bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed) {
     lim.n_nodes = std::min(room - 1, n_ctx_slot - pos - 1);
     lim.n_max_override = std::max(gp.spec.n_max, 0);
     lim.n_min_override = gp.spec.n_min;
+    lim.p_min_override = gp.spec.p_min;
     lim.target_temp = gp.sampling.temp;
     lim.timed = timed;
     spec_->draft(cache, last_, lim);

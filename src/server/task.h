@@ -42,7 +42,7 @@ struct GenParams {
     struct Spec {
         int32_t n_max = -1;               // 0: no drafting for this request; > 0 caps the draft depth
         int32_t n_min = -1;               // drafts shorter than this are dropped
-        float p_min = -1;                 // draft model's confidence floor (reported; see README)
+        float p_min = -1;                 // draft model's confidence floor (< 0: --spec-draft-p-min)
         bool types_given = false;         // speculative.type: a subset of the server's --spec-type
         std::vector<std::string> types;   // empty with types_given: none
     } spec;

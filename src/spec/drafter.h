@@ -19,6 +19,7 @@ struct DraftRequest {
     int32_t id_last;                      // the newest sampled token, not yet in the cache
     int n_max;                            // most draft tokens on any path (tree depth); >= 1
     float target_temp;                    // the target sampler's temperature (for --spec-draft-temp auto)
+    float p_min = -1;                     // >= 0: per-request confidence floor for drafters that have one
 };
 
 // Rows of one verify batch, handed to every drafter after verification: token t[i] at row i, and the

@@ -56,7 +56,7 @@ const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t 
         depth_ = std::max(depth_, 0);
         return tree_;
     }
-    DraftRequest req{history, id_last, depth_, lim.target_temp};
+    DraftRequest req{history, id_last, depth_, lim.target_temp, lim.p_min_override};
     for (size_t i = 0; i < drafters_.size() && tree_.empty(); i++) {
         const double t0 = time_ms();
         drafters_[i]->draft(req, tree_);

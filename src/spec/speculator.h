@@ -49,6 +49,7 @@ struct DraftLimits {
     int n_nodes = INT_MAX;  // nodes in the tree (a tree batch must fit in n_ubatch: n_ubatch - 1)
     int n_max_override = 0; // per-request speculative.n_max (> 0: caps the depth policy's base)
     int n_min_override = -1; // per-request speculative.n_min (>= 0: replaces --spec-draft-n-min)
+    float p_min_override = -1; // per-request speculative.p_min (>= 0: replaces --spec-draft-p-min)
     float target_temp = 0;  // the target sampler's temperature (--spec-draft-temp auto)
     bool timed = true;      // false: this cycle shares its decode with other sequences (no timing data)
 };

@@ -203,12 +203,17 @@ def test_draft_model_per_slot(reference):
     s = Server(*ARGS, "-md", SMOLLM, "--spec-draft-n-max", "8")
     try:
         got = run_all(s, PROMPTS[:2])
+        # speculative.p_min is the draft model's confidence floor for one request: no top probability
+        # of the open-ended story prompt reaches 1.0 (a 49152-token softmax), so nothing is drafted.
+        floor = complete(s, PROMPTS[3], **{"speculative.p_min": 1.0})
     finally:
         s.stop()
     for g, r in zip(got, reference[:2]):
         assert g["tokens"] == r["tokens"]
     t = got[0]["timings"]
     assert t["draft_n"] > 0 and t["draft_n_accepted"] == t["draft_n"]
+    assert floor["tokens"] == reference[3]["tokens"]
+    assert floor["timings"].get("draft_n", 0) == 0
 
 
 def test_reasoning_budget_inside_a_draft():

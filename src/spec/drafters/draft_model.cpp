@@ -83,9 +83,10 @@ public:
             sp.seed = 0x5eed;
             sampler_ = std::make_unique<Sampler>(sp, model_.hparams().n_vocab);
         }
+        const float p_min = req.p_min >= 0 ? req.p_min : p_.draft_p_min;
         for (int i = 0; i < n; i++) {
             const float* logits = out_.logits_at(0);
-            if (p_.draft_p_min > 0 && top_prob(logits, out_.n_vocab) < p_.draft_p_min) break;
+            if (p_min > 0 && top_prob(logits, out_.n_vocab) < p_min) break;
             int32_t d;
             if (temp > 0) {
                 sampler_->apply(logits);
