@@ -153,6 +153,9 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
              [&o](const std::string& v) { o.type_v = kv_type_from_name(v, "-ctv/--cache-type-v"); });
     p.custom("--kv-auto-asymmetric", "on|off", "keep turbo K at q8_0 on fragile models (GQA >= 6, small) [on]",
              [&o](const std::string& v) { o.kv_auto_asymmetric = parse_on_off(v, "--kv-auto-asymmetric"); });
+    p.custom("--kv-rotate", "on|off",
+             "store q8_0/q4_0/q4_1/q5_0/q5_1 KV Hadamard-rotated (head sizes a multiple of 64) [on]",
+             [&o](const std::string& v) { o.kv_rotate = parse_on_off(v, "--kv-rotate"); });
 }
 
 void add_sampling_options(ArgParser& p, SamplingParams& s) {
@@ -175,6 +178,7 @@ EngineParams engine_params(const ModelOptions& o) {
     ep.type_k = o.type_k;
     ep.type_v = o.type_v;
     ep.kv_auto_asymmetric = o.kv_auto_asymmetric;
+    ep.kv_rotate = o.kv_rotate;
     return ep;
 }
 

@@ -54,6 +54,7 @@ struct ModelOptions {
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
     bool kv_auto_asymmetric = true;
+    bool kv_rotate = true;
 };
 void add_model_options(ArgParser& p, ModelOptions& o);
 // The Engine settings the model options ask for (n_ubatch is capped by n_batch).

@@ -42,6 +42,8 @@ void add_depth_options(ArgParser& p, SpecOptions& o) {
           1 << 20);
     p.i32("--spec-dm-profit-baseline-interval", &d.baseline_interval,
           "profit controller: active cycles between no-speculation re-probes [1024]", 0, 1 << 30);
+    p.f32("--spec-dm-prior-weight", &d.prior_weight, "profit controller: how far one request moves the per-process "
+          "prior that each new request starts from (0: none, every request learns from scratch) [0.3]", 0, 1);
 }
 
 }  // namespace

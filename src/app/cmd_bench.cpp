@@ -29,6 +29,7 @@ struct BenchOptions {
     int32_t n_batch = 2048, n_ubatch = 512;
     GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;
     bool kv_auto_asymmetric = true;
+    bool kv_rotate = true;
     std::string output = "md";
     bool bandwidth = false;
     int32_t bandwidth_mb = 1024;
@@ -75,6 +76,10 @@ void add_bench_options(ArgParser& p, BenchOptions& o) {
                  if (v != "on" && v != "off") fail("invalid value '%s' for --kv-auto-asymmetric: expected on or off", v.c_str());
                  o.kv_auto_asymmetric = v == "on";
              });
+    p.custom("--kv-rotate", "on|off", "store q8_0/q4_0/q4_1/q5_0/q5_1 KV Hadamard-rotated [on]", [&o](const std::string& v) {
+        if (v != "on" && v != "off") fail("invalid value '%s' for --kv-rotate: expected on or off", v.c_str());
+        o.kv_rotate = v == "on";
+    });
     p.custom("-o,--output", "FMT", "output format: md, csv, json [md]", [&o](const std::string& v) {
         if (v != "md" && v != "csv" && v != "json") fail("invalid value '%s' for -o/--output: expected md, csv or json", v.c_str());
         o.output = v;
@@ -229,6 +234,7 @@ void bench_model(const BenchOptions& o, const std::string& path, std::vector<Ben
         ep.type_k = o.type_k;
         ep.type_v = o.type_v;
         ep.kv_auto_asymmetric = o.kv_auto_asymmetric;
+        ep.kv_rotate = o.kv_rotate;
         Engine eng(*model, ep);
         for (BenchResult t : tests) {
             t.n_threads = eng.params().n_threads;

@@ -186,6 +186,15 @@ ToolCallFormat detect_tool_call_format(std::string_view src) {
     return ToolCallFormat::generic;
 }
 
+ToolCallSyntax tool_call_syntax(ToolCallFormat f) {
+    switch (f) {
+    case ToolCallFormat::hermes: return {"", "", std::string(kHermesOpen) + "\n", "\n" + std::string(kHermesClose), "\n", "arguments"};
+    case ToolCallFormat::llama3: return {"", "", "", "", "", "parameters"};
+    case ToolCallFormat::mistral: return {"[", "]", "", "", ", ", "arguments"};  // [TOOL_CALLS] is a control token
+    default: return {"", "", "", "", "", "arguments"};
+    }
+}
+
 const char* tool_call_format_name(ToolCallFormat f) {
     switch (f) {
     case ToolCallFormat::hermes: return "hermes";

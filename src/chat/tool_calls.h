@@ -54,6 +54,17 @@ private:
     size_t n_calls_ = 0;         // calls emitted so far
 };
 
+// How a format writes its calls, so that a grammar can force one (tool_choice "required"): each call is
+// call_open + {"name": …, "<args_key>": {…}} + call_close, the calls (one, or several when the format has a
+// separator) sit between list_open and list_close. The parser above reads back exactly this shape.
+struct ToolCallSyntax {
+    std::string list_open, list_close;
+    std::string call_open, call_close;
+    std::string separator;  // between calls; empty: the format writes one call
+    std::string args_key;   // "arguments", or "parameters" (Llama 3.x)
+};
+ToolCallSyntax tool_call_syntax(ToolCallFormat f);
+
 // Whole-text convenience: feed(text) + finish() merged.
 ToolCallDelta parse_tool_calls(ToolCallFormat f, std::string_view text);
 

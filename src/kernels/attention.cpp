@@ -37,6 +37,7 @@ struct AttnJob {
     // (cell, kv head, dk / dv) floats; nullptr when the type is read in place or rows are single.
     const float* k_dec = nullptr;
     const float* v_dec = nullptr;
+    const uint8_t* row_dec = nullptr;  // per row: 1 if it reads k_dec / v_dec, 0 if it reads in place
 };
 
 // Per-thread scratch: nh queries (dk each), nh accumulators (dv each), a tile of K and V heads decoded
@@ -101,10 +102,13 @@ void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) 
     memset(w.acc.data(), 0, sizeof(float) * nh * dv);
     const int32_t* cells = a.visible[r]->data();
     const int n = (int)a.visible[r]->size();
+    const bool dec = j.row_dec && j.row_dec[r];
+    const float* k_dec = dec ? j.k_dec : nullptr;
+    const float* v_dec = dec ? j.v_dec : nullptr;
     const float inv_cap = a.softcap > 0 ? 1.0f / a.softcap : 0.0f;
     for (int t0 = 0; t0 < n; t0 += kTile) {
         const int nt = n - t0 < kTile ? n - t0 : kTile;
-        const KvScoreFn score = tile_heads(j.kops, j.kops.score, j.math.score, j.k_dec, a.k, a.k_cell_bytes,
+        const KvScoreFn score = tile_heads(j.kops, j.kops.score, j.math.score, k_dec, a.k, a.k_cell_bytes,
                                            j.k_head_bytes, a.n_head_kv, cells + t0, nt, kvh, dk, w.kbuf.data(), w.kptr);
         score(w.q.data(), nh, dk, w.kptr, nt, w.s.data());
         for (int i = 0; i < nh; i++) {
@@ -129,7 +133,7 @@ void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) 
             j.exp_fn(s, nt);
             for (int c = 0; c < nt; c++) w.l[i] += s[c];
         }
-        const KvAccumFn accum = tile_heads(j.vops, j.vops.accum, j.math.accum, j.v_dec, a.v, a.v_cell_bytes,
+        const KvAccumFn accum = tile_heads(j.vops, j.vops.accum, j.math.accum, v_dec, a.v, a.v_cell_bytes,
                                            j.v_head_bytes, a.n_head_kv, cells + t0, nt, kvh, dv, w.vbuf.data(), w.vptr);
         accum(w.acc.data(), nh, dv, w.s.data(), w.vptr, nt);
     }
@@ -144,13 +148,16 @@ void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) 
     }
 }
 
-// note: with several query rows (prefill, verify batches) every row would decode the cells it sees,
-// i.e. each cell once per row; instead each visible cell is decoded once per call into a float
-// scratch owned by the calling thread. The values are the same bits the per-row decode gives, so
-// results do not depend on which way they were read (invariant 2).
+// note: with several query rows of one sequence (prefill, verify batches) every row would decode the
+// cells it sees, i.e. each cell once per row; instead each cell those rows share is decoded once per
+// call into a float scratch owned by the calling thread. A row whose cells no other row sees (the
+// one generated row of each server slot) reads them in place as a single row does: decoding them up
+// front would be pure extra work. The values are the same bits either way, so results do not depend
+// on which way they were read (invariant 2).
 struct DecodedCells {
     std::vector<float> k, v;  // (max cell + 1, n_head_kv, dk / dv)
-    std::vector<uint8_t> seen;
+    std::vector<uint8_t> uses;  // per cell: rows that see it, saturating at 2; then 3: to decode
+    std::vector<uint8_t> row_dec;
     std::vector<int32_t> cells;
 };
 
@@ -160,11 +167,21 @@ void decode_cells(ThreadPool& pool, AttnJob& j, DecodedCells& d) {
     for (int r = 0; r < a.n_rows; r++)
         for (int32_t c : *a.visible[r]) max_cell = c > max_cell ? c : max_cell;
     if (max_cell < 0) return;
-    d.seen.assign(max_cell + 1, 0);
-    d.cells.clear();
+    d.uses.assign(max_cell + 1, 0);
     for (int r = 0; r < a.n_rows; r++)
+        for (int32_t c : *a.visible[r]) d.uses[c] += d.uses[c] < 2;
+    // A row reads pre-decoded cells when most of its cells are shared with another row.
+    d.row_dec.assign(a.n_rows, 0);
+    d.cells.clear();
+    for (int r = 0; r < a.n_rows; r++) {
+        int shared = 0;
+        for (int32_t c : *a.visible[r]) shared += d.uses[c] >= 2;
+        if (shared == 0 || 2 * shared < (int)a.visible[r]->size()) continue;
+        d.row_dec[r] = 1;
         for (int32_t c : *a.visible[r])
-            if (!d.seen[c]) d.seen[c] = 1, d.cells.push_back(c);
+            if (d.uses[c] != 3) d.uses[c] = 3, d.cells.push_back(c);
+    }
+    if (d.cells.empty()) return;
     const size_t n_kv = a.n_head_kv;
     if (j.kops.decode) d.k.resize((max_cell + 1) * n_kv * j.dk);
     if (j.vops.decode) d.v.resize((max_cell + 1) * n_kv * j.dv);
@@ -184,6 +201,7 @@ void decode_cells(ThreadPool& pool, AttnJob& j, DecodedCells& d) {
     });
     if (j.kops.decode) j.k_dec = d.k.data();
     if (j.vops.decode) j.v_dec = d.v.data();
+    j.row_dec = d.row_dec.data();
 }
 
 }  // namespace
@@ -220,6 +238,9 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
         fprintf(stderr, "bee: attention: unsupported KV types %u/%u\n", (unsigned)a.k_type, (unsigned)a.v_type);
         abort();
     }
+    // Rotated legacy block types (kv_rot_group) use the TurboQuant rotation path of the driver.
+    if (a.k_rot_group > 0) j.kops.rot_group = a.k_rot_group;
+    if (a.v_rot_group > 0) j.vops.rot_group = a.v_rot_group;
     j.math = attn_math_for();
     j.dk = kv_padded_dim(a.k_type, a.head_dim);
     j.dv = kv_padded_dim(a.v_type, a.head_dim);

@@ -71,6 +71,9 @@ struct AttentionArgs {
     const uint8_t* k = nullptr;     // cell c, kv head h at k + c*k_cell_bytes + h*head_dim*elem
     const uint8_t* v = nullptr;     // same layout as k
     size_t k_cell_bytes = 0, v_cell_bytes = 0;
+    // Legacy block K / V stored Hadamard-rotated in groups of this size (kv/kv_cache.h kv_rot_group;
+    // 0: not rotated): q is rotated before scoring and the V sum un-rotated, as for TurboQuant types.
+    int k_rot_group = 0, v_rot_group = 0;
     const std::vector<int32_t>* const* visible = nullptr;  // [n_rows] -> cell indices, ascending pos
 };
 void attention(ThreadPool& pool, const AttentionArgs& a);

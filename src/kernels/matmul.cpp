@@ -15,8 +15,8 @@ namespace {
 
 // Output rows per task. Fixed: the split never changes what a single output element computes.
 constexpr int64_t kRowsPerTask = 16;
-// The blocked driver's tasks are larger where the matrix allows (a multiple of 4 rows, so tiles and
-// rows4 groups never straddle tasks, which keeps every output's computation the same): about this many
+// The blocked driver's tasks are larger where the matrix allows (a multiple of the tile's rows, so tiles
+// and rows16 groups never straddle tasks, which keeps every output's computation the same): about this many
 // tasks per thread, so threads claim fewer tasks (each claim is an atomic on a line both threads write)
 // and sweep longer contiguous runs of weights, ...
 constexpr int64_t kTasksPerThread = 16;
@@ -86,8 +86,7 @@ void matmul_rows(const MatmulJob& j, int64_t o0, int64_t o1) {
 // rows stay in L1/L2 while the token tiles sweep over them.
 void matmul_blocked(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out,
                     int64_t n_in, const float* x, int64_t n_tok, float* y) {
-    static_assert(kRowsPerTask % 4 == 0, "tasks hold whole tiles (and rows4 groups) of up to 4 rows");
-    if (gk.max_rows != 4) die("matmul: tasks are cut in multiples of 4 rows", wtype);
+    if (kRowsPerTask % gk.max_rows != 0) die("matmul: a task must hold whole tiles (and rows16 groups)", wtype);
     const QuantizeRowFn quantize = quantize_activation_for(gk.act_type);
     if (!quantize) die("matmul: no activation quantizer", gk.act_type);
     const size_t w_row = ggml_row_size(wtype, n_in), q_row = ggml_row_size(gk.act_type, n_in);
@@ -101,7 +100,7 @@ void matmul_blocked(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, cons
     int64_t rows = (n_out + pool.size() * kTasksPerThread - 1) / (pool.size() * kTasksPerThread);
     const int64_t rows_fit = (int64_t)(kTaskWeightBytes / w_row);
     if (rows > rows_fit) rows = rows_fit;
-    rows = rows < kRowsPerTask ? kRowsPerTask : (rows + 3) / 4 * 4;
+    rows = rows < kRowsPerTask ? kRowsPerTask : (rows + gk.max_rows - 1) / gk.max_rows * gk.max_rows;
     const int n_tasks = (int)((n_out + rows - 1) / rows);
     pool.run(n_tasks, [&](int task, int) {
         const int64_t o0 = task * rows;

@@ -1,5 +1,5 @@
-// kernels/repack: GGUF rows <-> the rows4 layout (kernels/repack.h). Plain byte moves, no ISA flags: the
-// tile kernels that read rows4 are in x86/gemm_rows4_avx512.cpp.
+// kernels/repack: GGUF rows <-> the rows16 layout (kernels/repack.h). Plain byte moves, no ISA flags: the
+// tile kernels that read it are in x86/gemm_rows16_avx512.cpp.
 #include "kernels/repack.h"
 
 #include <cstdlib>
@@ -14,9 +14,9 @@ namespace bee {
 
 namespace {
 
-constexpr int kGroupRows = 4;
+constexpr int kGroup16Rows = 16;
 
-// One 32-element block of a rows4 type, as plain parts.
+// One 32-element block of a rows16 type, as plain parts.
 struct BlockParts {
     fp16_t d = 0, m = 0;
     uint8_t u[32] = {};  // element j as the tile's unsigned byte (Q4: 0..15; Q8_0: q + 128)
@@ -36,14 +36,17 @@ BlockParts read_block(GgmlType t, const uint8_t* blk) {
             }
             break;
         }
-        case GgmlType::Q5_0: {
-            const BlockQ5_0* x = (const BlockQ5_0*)blk;
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1: {
+            const bool one = t == GgmlType::Q5_1;
+            const uint8_t* qs = one ? ((const BlockQ5_1*)blk)->qs : ((const BlockQ5_0*)blk)->qs;
             uint32_t qh;
-            memcpy(&qh, x->qh, 4);
-            b.d = x->d;
+            memcpy(&qh, one ? ((const BlockQ5_1*)blk)->qh : ((const BlockQ5_0*)blk)->qh, 4);
+            b.d = one ? ((const BlockQ5_1*)blk)->d : ((const BlockQ5_0*)blk)->d;
+            if (one) b.m = ((const BlockQ5_1*)blk)->m;
             for (int j = 0; j < 16; j++) {
-                b.u[j] = (uint8_t)((x->qs[j] & 0x0F) | ((qh >> j) & 1) << 4);
-                b.u[j + 16] = (uint8_t)((x->qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
+                b.u[j] = (uint8_t)((qs[j] & 0x0F) | ((qh >> j) & 1) << 4);
+                b.u[j + 16] = (uint8_t)((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
             }
             break;
         }
@@ -72,13 +75,20 @@ void write_block(GgmlType t, const BlockParts& b, uint8_t* blk) {
             for (int j = 0; j < 16; j++) qs[j] = (uint8_t)(b.u[j] | b.u[j + 16] << 4);
             break;
         }
-        case GgmlType::Q5_0: {
-            BlockQ5_0* x = (BlockQ5_0*)blk;
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1: {
+            const bool one = t == GgmlType::Q5_1;
+            uint8_t* qs = one ? ((BlockQ5_1*)blk)->qs : ((BlockQ5_0*)blk)->qs;
             uint32_t qh = 0;
             for (int j = 0; j < 32; j++) qh |= (uint32_t)(b.u[j] >> 4) << j;
-            x->d = b.d;
-            memcpy(x->qh, &qh, 4);
-            for (int j = 0; j < 16; j++) x->qs[j] = (uint8_t)((b.u[j] & 0x0F) | (b.u[j + 16] & 0x0F) << 4);
+            if (one) {
+                ((BlockQ5_1*)blk)->d = b.d;
+                ((BlockQ5_1*)blk)->m = b.m;
+            } else {
+                ((BlockQ5_0*)blk)->d = b.d;
+            }
+            memcpy(one ? ((BlockQ5_1*)blk)->qh : ((BlockQ5_0*)blk)->qh, &qh, 4);
+            for (int j = 0; j < 16; j++) qs[j] = (uint8_t)((b.u[j] & 0x0F) | (b.u[j + 16] & 0x0F) << 4);
             break;
         }
         case GgmlType::Q8_0: {
@@ -91,64 +101,47 @@ void write_block(GgmlType t, const BlockParts& b, uint8_t* blk) {
     }
 }
 
-// Where block pair p of row r of group g keeps its parts inside a rows4 matrix.
-struct PairSlot {
-    uint8_t* quants;  // quant_bytes
-    fp16_t* d;        // d of block 2p (d[1]: block 2p+1)
-    fp16_t* m;        // Q4_1 only
-    uint8_t* qh;      // Q5_0 only: 64 bits, the 5th bit of quant byte k (0-63) in bit k
-};
-
-PairSlot pair_slot(const Rows4Geometry& g, GgmlType t, uint8_t* base, int64_t group, int64_t p, int r) {
-    PairSlot s;
-    s.quants = base + ((size_t)(group * g.n_pairs + p) * kGroupRows + r) * g.quant_bytes;
-    uint8_t* sc = base + g.scales_offset() + (size_t)(group * g.n_pairs + p) * g.scale_bytes;
-    s.d = (fp16_t*)sc + 2 * r;
-    s.m = t == GgmlType::Q4_1 ? (fp16_t*)sc + 8 + 2 * r : nullptr;
-    s.qh = t == GgmlType::Q5_0 ? sc + 16 + 8 * r : nullptr;
-    return s;
+// Row l of block b of group g in a rows16 matrix: stores parts p (nullptr: a padding row).
+void store_block16(const Rows16Geometry& g, GgmlType t, uint8_t* base, int64_t group, int64_t b, int l,
+                   const BlockParts* p) {
+    uint8_t* q = base + g.quants_at(group, b) + 4 * l;
+    fp16_t* sc = (fp16_t*)(base + g.scales_at(group, b));
+    if (t == GgmlType::Q8_0) {
+        for (int k = 0; k < 8; k++)
+            for (int j = 0; j < 4; j++) q[64 * k + j] = p ? p->u[4 * k + j] : 128;  // padding: q = 0
+    } else if (p) {
+        for (int v = 0; v < 4; v++)
+            for (int j = 0; j < 4; j++)
+                q[64 * v + j] = (uint8_t)((p->u[4 * v + j] & 0x0F) | (p->u[16 + 4 * v + j] & 0x0F) << 4);
+        if (g.quant_bytes == 320) {  // 5-bit types: the row's 32 5th bits after the nibbles
+            uint32_t qh = 0;
+            for (int e = 0; e < 32; e++) qh |= (uint32_t)(p->u[e] >> 4) << e;
+            memcpy(q + 256, &qh, 4);
+        }
+    }
+    if (!p) return;
+    sc[l] = p->d;
+    if (t == GgmlType::Q4_1 || t == GgmlType::Q5_1) sc[16 + l] = p->m;
 }
 
-// Stores blocks (a, b) of one row pair; b == nullptr for a missing last block (zeros: no contribution).
-void store_pair(GgmlType t, const PairSlot& s, const BlockParts& a, const BlockParts* b) {
-    BlockParts zero;
-    if (t == GgmlType::Q8_0) memset(zero.u, 128, sizeof zero.u);  // q = 0
-    const BlockParts& hi = b ? *b : zero;
-    if (t == GgmlType::Q8_0) {
-        memcpy(s.quants, a.u, 32);
-        memcpy(s.quants + 32, hi.u, 32);
-    } else {
-        for (int j = 0; j < 32; j++) s.quants[j] = (uint8_t)((a.u[j] & 0x0F) | (hi.u[j] & 0x0F) << 4);
-    }
-    if (s.qh) {
-        uint64_t bits = 0;
-        for (int j = 0; j < 32; j++) bits |= (uint64_t)(a.u[j] >> 4) << j | (uint64_t)(hi.u[j] >> 4) << (32 + j);
-        memcpy(s.qh, &bits, 8);
-    }
-    s.d[0] = a.d;
-    s.d[1] = hi.d;
-    if (s.m) {
-        s.m[0] = a.m;
-        s.m[1] = hi.m;
-    }
-}
-
-// Block `which` (0 or 1) of a stored pair.
-BlockParts load_block(GgmlType t, const PairSlot& s, int which) {
-    BlockParts b;
-    if (t == GgmlType::Q8_0) {
-        memcpy(b.u, s.quants + 32 * which, 32);
-    } else {
-        for (int j = 0; j < 32; j++) b.u[j] = which ? s.quants[j] >> 4 : s.quants[j] & 0x0F;
-    }
-    if (s.qh) {
-        uint64_t bits;
-        memcpy(&bits, s.qh, 8);
-        for (int j = 0; j < 32; j++) b.u[j] |= (uint8_t)(((bits >> (32 * which + j)) & 1) << 4);
-    }
-    b.d = s.d[which];
-    if (s.m) b.m = s.m[which];
-    return b;
+BlockParts load_block16(const Rows16Geometry& g, GgmlType t, const uint8_t* base, int64_t group, int64_t b, int l) {
+    BlockParts p;
+    const uint8_t* q = base + g.quants_at(group, b) + 4 * l;
+    const fp16_t* sc = (const fp16_t*)(base + g.scales_at(group, b));
+    uint32_t qh = 0;
+    if (g.quant_bytes == 320) memcpy(&qh, q + 256, 4);
+    for (int k = 0; k < 8; k++)
+        for (int j = 0; j < 4; j++) {
+            if (t == GgmlType::Q8_0) {
+                p.u[4 * k + j] = q[64 * k + j];
+            } else {
+                const uint8_t x = q[64 * (k % 4) + j];
+                p.u[4 * k + j] = (uint8_t)((k < 4 ? x & 0x0F : x >> 4) | ((qh >> (4 * k + j)) & 1) << 4);
+            }
+        }
+    p.d = sc[l];
+    if (t == GgmlType::Q4_1 || t == GgmlType::Q5_1) p.m = sc[16 + l];
+    return p;
 }
 
 bool repack_disabled() {
@@ -166,60 +159,48 @@ void AlignedFree::operator()(uint8_t* p) const { ::operator delete[](p, std::ali
 const char* weight_layout_name(WeightLayout l) {
     switch (l) {
         case WeightLayout::gguf: return "gguf";
-        case WeightLayout::rows4: return "rows4";
+        case WeightLayout::rows16: return "rows16";
     }
     return "?";
 }
 
-Rows4Geometry rows4_geometry(GgmlType t, int64_t n_out, int64_t n_in) {
-    Rows4Geometry g;
+Rows16Geometry rows16_geometry(GgmlType t, int64_t n_out, int64_t n_in) {
+    Rows16Geometry g;
     switch (t) {
-        case GgmlType::Q4_0: g.quant_bytes = 32, g.scale_bytes = 16; break;
-        case GgmlType::Q4_1: g.quant_bytes = 32, g.scale_bytes = 32; break;
-        case GgmlType::Q5_0: g.quant_bytes = 32, g.scale_bytes = 48; break;
-        case GgmlType::Q8_0: g.quant_bytes = 64, g.scale_bytes = 16; break;
+        case GgmlType::Q4_0: g.quant_bytes = 256, g.scale_bytes = 32; break;
+        case GgmlType::Q4_1: g.quant_bytes = 256, g.scale_bytes = 64; break;
+        case GgmlType::Q5_0: g.quant_bytes = 320, g.scale_bytes = 32; break;
+        case GgmlType::Q5_1: g.quant_bytes = 320, g.scale_bytes = 64; break;
+        case GgmlType::Q8_0: g.quant_bytes = 512, g.scale_bytes = 32; break;
         default: return g;
     }
-    g.n_groups = (n_out + kGroupRows - 1) / kGroupRows;
-    g.n_pairs = (n_in / 32 + 1) / 2;
+    g.n_groups = (n_out + kGroup16Rows - 1) / kGroup16Rows;
+    g.n_blocks = n_in / 32;
     return g;
 }
 
 WeightLayout preferred_layout(GgmlType t) {
     if (repack_disabled()) return WeightLayout::gguf;
-    return gemm_kernel_for(t, WeightLayout::rows4) ? WeightLayout::rows4 : WeightLayout::gguf;
+    return gemm_kernel_for(t, WeightLayout::rows16) ? WeightLayout::rows16 : WeightLayout::gguf;
 }
 
 RepackedWeight repack_weight(GgmlType t, const void* w, int64_t n_out, int64_t n_in) {
     RepackedWeight out;
-    if (preferred_layout(t) != WeightLayout::rows4) return out;
-    const Rows4Geometry g = rows4_geometry(t, n_out, n_in);
+    if (preferred_layout(t) != WeightLayout::rows16) return out;
+    const Rows16Geometry g = rows16_geometry(t, n_out, n_in);
     out.bytes = g.total_bytes();
     out.data.reset(new (std::align_val_t(64)) uint8_t[out.bytes]);
     uint8_t* base = out.data.get();
     memset(base, 0, out.bytes);
     const size_t row_bytes = ggml_row_size(t, n_in), blk_bytes = ggml_type_info(t).type_size;
-    const int64_t nb = n_in / 32;
-    for (int64_t row = 0; row < g.n_groups * kGroupRows; row++) {
-        const int64_t group = row / kGroupRows;
-        const int r = (int)(row % kGroupRows);
+    for (int64_t row = 0; row < g.n_groups * kGroup16Rows; row++) {
         const uint8_t* src = row < n_out ? (const uint8_t*)w + (size_t)row * row_bytes : nullptr;
-        for (int64_t p = 0; p < g.n_pairs; p++) {
-            const PairSlot s = pair_slot(g, t, base, group, p, r);
-            if (!src) {  // padding row: zero quants (Q8_0: q = 0), zero scales
-                if (t == GgmlType::Q8_0) memset(s.quants, 128, g.quant_bytes);
-                continue;
-            }
-            const BlockParts a = read_block(t, src + (size_t)(2 * p) * blk_bytes);
-            if (2 * p + 1 < nb) {
-                const BlockParts b = read_block(t, src + (size_t)(2 * p + 1) * blk_bytes);
-                store_pair(t, s, a, &b);
-            } else {
-                store_pair(t, s, a, nullptr);
-            }
+        for (int64_t b = 0; b < g.n_blocks; b++) {
+            const BlockParts p = src ? read_block(t, src + (size_t)b * blk_bytes) : BlockParts{};
+            store_block16(g, t, base, row / kGroup16Rows, b, (int)(row % kGroup16Rows), src ? &p : nullptr);
         }
     }
-    out.layout = WeightLayout::rows4;
+    out.layout = WeightLayout::rows16;
     return out;
 }
 
@@ -229,13 +210,11 @@ void unpack_row(GgmlType t, WeightLayout l, const void* w, int64_t n_out, int64_
         memcpy(dst, (const uint8_t*)w + (size_t)row * row_bytes, row_bytes);
         return;
     }
-    const Rows4Geometry g = rows4_geometry(t, n_out, n_in);
+    const Rows16Geometry g = rows16_geometry(t, n_out, n_in);
     const size_t blk_bytes = ggml_type_info(t).type_size;
-    const int64_t nb = n_in / 32;
-    for (int64_t b = 0; b < nb; b++) {
-        const PairSlot s = pair_slot(g, t, (uint8_t*)w, row / kGroupRows, b / 2, (int)(row % kGroupRows));
-        write_block(t, load_block(t, s, (int)(b % 2)), (uint8_t*)dst + (size_t)b * blk_bytes);
-    }
+    for (int64_t b = 0; b < g.n_blocks; b++)
+        write_block(t, load_block16(g, t, (const uint8_t*)w, row / kGroup16Rows, b, (int)(row % kGroup16Rows)),
+                    (uint8_t*)dst + (size_t)b * blk_bytes);
 }
 
 }  // namespace bee

@@ -1,22 +1,21 @@
 // kernels/repack: load-time weight repacking into the layout of the AVX-512 tile kernels (kernels/gemm.h).
 // A weight matrix is normally read as the GGUF file stores it (WeightLayout::gguf): one row after the
-// other, each block with its own fp16 scale. The tile kernel then spends most of its time rearranging
-// every block it loads (nibble split and lane shuffles, fp16 scale broadcasts). Repacking does that
-// rearranging once at load: the tile loads a block pair of a row with one 32-byte load and needs one
-// shift and one and, and the scales of 4 rows arrive in one load.
+// other, each block with its own fp16 scale. A tile kernel on that layout spends most of its time
+// rearranging every block it loads, and reduces each output across the lanes of a register. Repacking
+// does the rearranging once at load.
 //
-// WeightLayout::rows4 (Q4_0, Q4_1, Q5_0, Q8_0; same bytes as the GGUF copy apart from padding):
-//   rows are grouped by 4 (group g = rows 4g..4g+3; rows past n_out are zero), blocks by pairs
-//   (pair p = blocks 2p, 2p+1; a missing last block is zero). The matrix is two sections:
-//   quants: group g, pair p, row r at ((g * n_pairs + p) * 4 + r) * quant_bytes:
-//     Q4_0/Q4_1/Q5_0 (32 bytes): byte j = low 4 bits of element j of block 2p | those of block 2p+1 << 4
-//     Q8_0 (64 bytes):      block 2p's 32 quants then block 2p+1's, each + 128 (as unsigned bytes)
-//   scales: from scales_offset, group g, pair p at (g * n_pairs + p) * scale_bytes: the fp16 d of
-//     (row 0 block 2p, row 0 block 2p+1, row 1 block 2p, ..., row 3 block 2p+1), then for Q4_1 the
-//     8 fp16 m in the same order, for Q5_0 per row (0-3) 64 bits: bit k = 5th bit of quant byte k
-//     (k < 32: element k of block 2p, else element k - 32 of block 2p+1).
-// The arithmetic of a repacked tile is the GGUF tile's, operation for operation, so both layouts give
-// bit-identical results (tests/unit/kernels/test_gemm.cpp checks this).
+// WeightLayout::rows16 (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; same bytes as the GGUF copy apart from padding):
+//   rows grouped by 16 (rows past n_out are zero), so that int32 lane l of a 512-bit register belongs to
+//   row l of the group and one vpdpbusd with 4 broadcast activation bytes advances 16 outputs (no
+//   horizontal sums; one scale multiply and FMA per block for 16 rows). Two sections:
+//   quants: group g, block b at (g * n_blocks + b) * quant_bytes, as 64-byte vectors of 16 rows × 4 bytes:
+//     Q4/Q5 (4 vectors): vector v, row l, byte j = low 4 bits of element 4v+j | those of element 16+4v+j
+//       << 4 (the GGUF qs byte 4v+j of row l); Q5 then one more vector: row l's 32 5th bits (its qh)
+//     Q8_0 (8 vectors): vector k, row l, byte j = element 4k+j + 128 (as an unsigned byte)
+//   scales: from scales_offset, group g, block b at (g * n_blocks + b) * scale_bytes: the 16 rows' fp16 d,
+//     then for Q4_1/Q5_1 their 16 fp16 m.
+// A type's tile does the same float operations on both layouts (the GGUF tile gathers the same vectors
+// from 16 rows), so both give bit-identical results (tests/unit/kernels/test_repack.cpp checks this).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,23 +26,23 @@
 namespace bee {
 
 enum class WeightLayout : uint8_t {
-    gguf = 0,   // as in the file
-    rows4 = 1,  // 4 rows interleaved per block pair (see above)
+    gguf = 0,    // as in the file
+    rows16 = 1,  // 16 rows interleaved per block, 4 bytes per row and vector (see above)
 };
 const char* weight_layout_name(WeightLayout l);
 
-// Where the parts of a rows4 matrix lie.
-struct Rows4Geometry {
-    int64_t n_groups = 0, n_pairs = 0;
-    size_t quant_bytes = 0;   // per row and pair
-    size_t scale_bytes = 0;   // per group and pair
-    size_t group_quants() const { return (size_t)n_pairs * 4 * quant_bytes; }
-    size_t group_scales() const { return (size_t)n_pairs * scale_bytes; }
-    size_t scales_offset() const { return (size_t)n_groups * group_quants(); }
-    size_t total_bytes() const { return scales_offset() + (size_t)n_groups * group_scales(); }
+// Where the parts of a rows16 matrix lie.
+struct Rows16Geometry {
+    int64_t n_groups = 0, n_blocks = 0;
+    size_t quant_bytes = 0;  // per group and block
+    size_t scale_bytes = 0;  // per group and block
+    size_t quants_at(int64_t g, int64_t b) const { return (size_t)(g * n_blocks + b) * quant_bytes; }
+    size_t scales_offset() const { return (size_t)(n_groups * n_blocks) * quant_bytes; }
+    size_t scales_at(int64_t g, int64_t b) const { return scales_offset() + (size_t)(g * n_blocks + b) * scale_bytes; }
+    size_t total_bytes() const { return scales_offset() + (size_t)(n_groups * n_blocks) * scale_bytes; }
 };
-// Geometry of a (n_out, n_in) matrix of type t in rows4; quant_bytes == 0 if t has no rows4 layout.
-Rows4Geometry rows4_geometry(GgmlType t, int64_t n_out, int64_t n_in);
+// Geometry of a (n_out, n_in) matrix of type t in rows16; quant_bytes == 0 if t has no rows16 layout.
+Rows16Geometry rows16_geometry(GgmlType t, int64_t n_out, int64_t n_in);
 
 // 64-byte aligned bytes owned by a repacked weight.
 struct AlignedFree {
@@ -57,7 +56,7 @@ struct RepackedWeight {
     WeightLayout layout = WeightLayout::gguf;
 };
 
-// The layout the active ISA's matmul reads fastest for weight type t: rows4 where an AVX-512 repacked
+// The layout the active ISA's matmul reads fastest for weight type t: rows16 where an AVX-512 repacked
 // tile exists, else gguf. BEE_REPACK=0 in the environment keeps every weight in the GGUF layout (for
 // side-by-side benchmarks).
 WeightLayout preferred_layout(GgmlType t);

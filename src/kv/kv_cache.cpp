@@ -55,6 +55,15 @@ GgmlType kv_protect_k_type(GgmlType type_k, int n_head, int n_head_kv, int64_t n
     return GgmlType::Q8_0;
 }
 
+int kv_rot_group(GgmlType t, int head_dim, bool rotate) {
+    switch (t) {
+        case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
+            if (!rotate || head_dim % 64 != 0) return 0;
+            return head_dim % 128 == 0 ? 128 : 64;
+        default: return 0;
+    }
+}
+
 static bool in_range(int32_t pos, int32_t p0, int32_t p1) {
     return pos >= (p0 < 0 ? 0 : p0) && (p1 < 0 || pos < p1);
 }
@@ -71,6 +80,9 @@ KvCache::KvCache(const KvCacheParams& p) : p_(p) {
     if ((int64_t)n_head_ * head_dim_k_ != p.n_embd_k || (int64_t)n_head_ * head_dim_v_ != p.n_embd_v)
         fail("KV cache: %d heads of %d (K) / %d (V) values do not make rows of %lld / %lld", n_head_, head_dim_k_,
              head_dim_v_, (long long)p.n_embd_k, (long long)p.n_embd_v);
+    rot_k_ = kv_rot_group(p.type_k, head_dim_k_, p.rotate);
+    rot_v_ = kv_rot_group(p.type_v, head_dim_v_, p.rotate);
+    v_alpha_ = turbo_v_alpha(p.type_v);
     k_row_bytes_ = n_head_ * kv_head_bytes(p.type_k, head_dim_k_);
     v_row_bytes_ = n_head_ * kv_head_bytes(p.type_v, head_dim_v_);
     cells_.resize(p.n_cells);
@@ -85,7 +97,9 @@ KvCache::KvCache(const KvCacheParams& p) : p_(p) {
 
 // note: heads are encoded one by one through a zero-padded scratch, so a 64-wide head in a 128-group
 // type fills half a rotation group with zeros (the rotation keeps dot products, spec §2 step 1).
-void KvCache::encode(GgmlType t, int head_dim, const float* src, uint8_t* dst) const {
+// rot > 0 (kv_rot_group: head_dim is a multiple of it, so nothing is padded) rotates each group first;
+// alpha is the TurboQuant norm alpha (1 for K, turbo_v_alpha for V).
+void KvCache::encode(GgmlType t, int head_dim, int rot, float alpha, const float* src, uint8_t* dst) const {
     const int padded = kv_padded_dim(t, head_dim);
     const size_t head_bytes = kv_head_bytes(t, head_dim);
     const QuantTraits* qt = quant_traits(t);
@@ -93,11 +107,13 @@ void KvCache::encode(GgmlType t, int head_dim, const float* src, uint8_t* dst) c
     buf.assign(padded, 0.0f);
     for (int h = 0; h < n_head_; h++) {
         memcpy(buf.data(), src + (size_t)h * head_dim, (size_t)head_dim * sizeof(float));
-        qt->quantize_row(buf.data(), dst + h * head_bytes, padded);
+        for (int g = 0; rot > 0 && g < head_dim; g += rot) turbo_rotate(buf.data() + g, rot);
+        if (is_turbo_type(t)) quantize_row_turbo(t, buf.data(), dst + h * head_bytes, padded, alpha);
+        else qt->quantize_row(buf.data(), dst + h * head_bytes, padded);
     }
 }
 
-void KvCache::decode(GgmlType t, int head_dim, const uint8_t* src, float* dst) const {
+void KvCache::decode(GgmlType t, int head_dim, int rot, const uint8_t* src, float* dst) const {
     const int padded = kv_padded_dim(t, head_dim);
     const size_t head_bytes = kv_head_bytes(t, head_dim);
     const QuantTraits* qt = quant_traits(t);
@@ -105,6 +121,7 @@ void KvCache::decode(GgmlType t, int head_dim, const uint8_t* src, float* dst) c
     buf.resize(padded);
     for (int h = 0; h < n_head_; h++) {
         qt->dequantize_row(src + h * head_bytes, buf.data(), padded);
+        for (int g = 0; rot > 0 && g < head_dim; g += rot) turbo_unrotate(buf.data() + g, rot);
         memcpy(dst + (size_t)h * head_dim, buf.data(), (size_t)head_dim * sizeof(float));
     }
 }

@@ -29,6 +29,9 @@ struct KvCacheParams {
     // stored as whole blocks of its type, zero-padded (quant/turbo.h kv_padded_dim).
     int n_head_kv = 0;
     int head_dim_k = 0, head_dim_v = 0;
+    // Store the legacy block types (q8_0 q4_0 q4_1 q5_0 q5_1) Hadamard-rotated (kv_rot_group). On by
+    // default, as llama.cpp's attention rotation; --kv-rotate off turns it off.
+    bool rotate = true;
 };
 
 // KV storage types: f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 turbo2 turbo3 turbo4 turbo2_64 turbo3_64
@@ -43,6 +46,15 @@ const char* kv_type_names();  // "f32, f16, ..." for help texts
 // reach perplexities in the thousands). For such a model and a turbo K type this returns Q8_0 and
 // sets *why; otherwise it returns type_k unchanged.
 GgmlType kv_protect_k_type(GgmlType type_k, int n_head, int n_head_kv, int64_t n_embd, std::string* why);
+
+// Rotation group of a legacy block type's heads (0: stored as is). A 32-value block has one scale, so
+// one outlier channel costs the whole block precision; the orthonormal randomized Hadamard rotation of
+// the TurboQuant types (quant/turbo.h turbo_rotate, groups of 128, or 64 for 64-wide heads) spreads
+// every channel over the group first. Scores are unchanged in exact arithmetic ((Rq)·(Rk) = q·k), so
+// attention rotates the query once per head and un-rotates the V sum once (kernels/attention.cpp);
+// decode (read_k / read_v) returns the original domain. Needs head_dim % 64 == 0; float and turbo
+// types (which rotate inside their own format) always give 0.
+int kv_rot_group(GgmlType t, int head_dim, bool rotate);
 
 class KvCache {
 public:
@@ -67,10 +79,15 @@ public:
 
     // Encodes a K / V row of n_embd_k / n_embd_v floats (heads side by side) into cell c of layer il
     // (quantize on write), and decodes one back (K-shift, state export, tests).
-    void write_k(int il, int c, const float* src) { encode(p_.type_k, head_dim_k_, src, k_row(il, c)); }
-    void write_v(int il, int c, const float* src) { encode(p_.type_v, head_dim_v_, src, v_row(il, c)); }
-    void read_k(int il, int c, float* dst) const { decode(p_.type_k, head_dim_k_, k_[il].data() + (size_t)c * k_row_bytes_, dst); }
-    void read_v(int il, int c, float* dst) const { decode(p_.type_v, head_dim_v_, v_[il].data() + (size_t)c * v_row_bytes_, dst); }
+    // Rows of rotated types (k_rot_group() > 0) are stored rotated; read_k / read_v un-rotate. TurboQuant
+    // V is written with the norm alpha turbo_v_alpha (read_v returns it as stored).
+    void write_k(int il, int c, const float* src) { encode(p_.type_k, head_dim_k_, rot_k_, 1.0f, src, k_row(il, c)); }
+    void write_v(int il, int c, const float* src) { encode(p_.type_v, head_dim_v_, rot_v_, v_alpha_, src, v_row(il, c)); }
+    void read_k(int il, int c, float* dst) const { decode(p_.type_k, head_dim_k_, rot_k_, k_[il].data() + (size_t)c * k_row_bytes_, dst); }
+    void read_v(int il, int c, float* dst) const { decode(p_.type_v, head_dim_v_, rot_v_, v_[il].data() + (size_t)c * v_row_bytes_, dst); }
+    // kv_rot_group of K / V for this cache (the attention kernel needs them: AttentionArgs).
+    int k_rot_group() const { return rot_k_; }
+    int v_rot_group() const { return rot_v_; }
 
     // Takes n free cells (lowest free indices first) and sets their (pos, seq); returns false and
     // changes nothing if fewer than n are free.
@@ -99,11 +116,13 @@ public:
     bool take_shifts(std::vector<int32_t>& delta_per_cell);
 
 private:
-    void encode(GgmlType t, int head_dim, const float* src, uint8_t* dst) const;
-    void decode(GgmlType t, int head_dim, const uint8_t* src, float* dst) const;
+    void encode(GgmlType t, int head_dim, int rot, float alpha, const float* src, uint8_t* dst) const;
+    void decode(GgmlType t, int head_dim, int rot, const uint8_t* src, float* dst) const;
 
     KvCacheParams p_;
     int n_head_ = 1, head_dim_k_ = 0, head_dim_v_ = 0;
+    int rot_k_ = 0, rot_v_ = 0;  // kv_rot_group of K / V
+    float v_alpha_ = 1.0f;       // turbo_v_alpha of the V type (TurboQuant V norms, quant/turbo.h)
     size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
     std::vector<KvCell> cells_;
     std::vector<int32_t> shift_;  // pending K rotation per cell

@@ -21,6 +21,8 @@ SeqState seq_state_export(const KvCache& kv, int seq, int32_t p1) {
     st.type_v = p.type_v;
     st.k_row_bytes = kv.k_row_bytes();
     st.v_row_bytes = kv.v_row_bytes();
+    st.rot_k = kv.k_rot_group();
+    st.rot_v = kv.v_rot_group();
     std::vector<std::pair<int32_t, int32_t>> cells;  // (pos, cell) ascending
     kv.seq_cells_sorted(seq, cells);
     if (p1 >= 0)
@@ -48,6 +50,10 @@ void seq_state_check(const KvCache& kv, const SeqState& st, const char* what) {
              "%s/%s, %zu/%zu bytes (use the same model and -ctk/-ctv/--kv-auto-asymmetric as when it was saved)",
              what, st.n_layer, ggml_type_name(st.type_k), ggml_type_name(st.type_v), st.k_row_bytes, st.v_row_bytes,
              p.n_layer, ggml_type_name(p.type_k), ggml_type_name(p.type_v), kv.k_row_bytes(), kv.v_row_bytes());
+    if (st.rot_k != kv.k_rot_group() || st.rot_v != kv.v_rot_group())
+        fail("%s: the state's K/V rows are Hadamard-rotated in groups of %d/%d (0: not rotated), this cache's in "
+             "groups of %d/%d (use the same --kv-rotate as when it was saved)",
+             what, st.rot_k, st.rot_v, kv.k_rot_group(), kv.v_rot_group());
 }
 
 bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
@@ -71,7 +77,8 @@ bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
 
 namespace {
 
-constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '1'};
+constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '2'};
+constexpr char kSeqMagicV1[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '1'};  // no rotation fields
 
 template <typename T>
 void put(std::string& out, T v) {
@@ -113,6 +120,8 @@ size_t seq_file_write(const std::string& path, const SeqFile& f) {
     put(out, (uint32_t)st.type_v);
     put(out, (uint64_t)st.k_row_bytes);
     put(out, (uint64_t)st.v_row_bytes);
+    put(out, (int32_t)st.rot_k);
+    put(out, (int32_t)st.rot_v);
     put(out, (uint32_t)f.tokens.size());
     put(out, (uint32_t)st.pos.size());
     put_bytes(out, f.tokens.data(), f.tokens.size() * sizeof(int32_t));
@@ -132,8 +141,9 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     std::ifstream file(path, std::ios::binary);
     if (!file) fail("cannot open slot file '%s': %s", path.c_str(), strerror(errno));
     const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    if (data.size() < sizeof kSeqMagic + 8 || memcmp(data.data(), kSeqMagic, sizeof kSeqMagic) != 0)
-        fail("slot file '%s' is not a Bee slot file (no BEESEQ01 header)", path.c_str());
+    const bool v1 = data.size() >= sizeof kSeqMagic && memcmp(data.data(), kSeqMagicV1, sizeof kSeqMagicV1) == 0;
+    if (data.size() < sizeof kSeqMagic + 8 || (!v1 && memcmp(data.data(), kSeqMagic, sizeof kSeqMagic) != 0))
+        fail("slot file '%s' is not a Bee slot file (no BEESEQ02 or BEESEQ01 header)", path.c_str());
     uint64_t sum;
     memcpy(&sum, data.data() + data.size() - 8, 8);
     if (sum != XXH3_64bits(data.data(), data.size() - 8))
@@ -149,6 +159,10 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     st.type_v = (GgmlType)r.get<uint32_t>("V type");
     st.k_row_bytes = r.get<uint64_t>("K row bytes");
     st.v_row_bytes = r.get<uint64_t>("V row bytes");
+    if (!v1) {
+        st.rot_k = r.get<int32_t>("K rotation group");
+        st.rot_v = r.get<int32_t>("V rotation group");
+    }
     const uint32_t n_tokens = r.get<uint32_t>("token count"), n_cells = r.get<uint32_t>("cell count");
     // Sizes are checked against what is left before anything is allocated (a damaged header must not
     // ask for gigabytes).

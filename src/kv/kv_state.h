@@ -16,6 +16,7 @@ struct SeqState {
     int n_layer = 0;
     size_t k_row_bytes = 0, v_row_bytes = 0;
     GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;
+    int rot_k = 0, rot_v = 0;  // KvCache::k_rot_group / v_rot_group: rotated rows are not plain rows
 
     int n_cells() const { return (int)pos.size(); }
     size_t bytes() const { return k.size() + v.size() + pos.size() * sizeof(int32_t); }
@@ -29,12 +30,14 @@ SeqState seq_state_export(const KvCache& kv, int seq, int32_t p1 = -1);
 // (layers, types, row sizes) or if `seq` is not empty.
 bool seq_state_import(KvCache& kv, int seq, const SeqState& st);
 
-// Throws Error (starting with `what`) if `st` does not have kv's layout: layers, K/V types, row sizes.
+// Throws Error (starting with `what`) if `st` does not have kv's layout: layers, K/V types, row sizes,
+// rotation.
 void seq_state_check(const KvCache& kv, const SeqState& st, const char* what);
 
-// The file form: "BEESEQ01", a header naming the model (free text chosen by the caller) and the KV
-// layout (layers, K/V types, row bytes), the token ids whose K/V the state holds, positions, K rows,
-// V rows, then an xxh3-64 of everything before it. Little-endian, as the host writes it.
+// The file form: "BEESEQ02", a header naming the model (free text chosen by the caller) and the KV
+// layout (layers, K/V types, row bytes, K/V rotation groups), the token ids whose K/V the state holds,
+// positions, K rows, V rows, then an xxh3-64 of everything before it. Little-endian, as the host writes
+// it. "BEESEQ01" files (written before KV rotation existed, no rotation fields) read as unrotated.
 struct SeqFile {
     std::string model;
     std::vector<int32_t> tokens;

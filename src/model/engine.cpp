@@ -35,9 +35,14 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     check_kv_types(hp);
     kp.type_k = params_.type_k;
     kp.type_v = params_.type_v;
+    kp.rotate = params_.kv_rotate;
     kv_ = std::make_unique<KvCache>(kp);
     BEE_LOG_INFO("KV cache: K %s, V %s: %zu bytes per token, %.1f MiB for %d cells", ggml_type_name(kp.type_k),
                  ggml_type_name(kp.type_v), kv_->bytes_per_token(), kv_->total_bytes() / 1048576.0, kp.n_cells);
+    if (kv_->k_rot_group() > 0 || kv_->v_rot_group() > 0)
+        BEE_LOG_INFO("KV cache: %s%s%s stored Hadamard-rotated in groups of %d (--kv-rotate off disables)",
+                     kv_->k_rot_group() > 0 ? "K" : "", kv_->k_rot_group() > 0 && kv_->v_rot_group() > 0 ? " and " : "",
+                     kv_->v_rot_group() > 0 ? "V" : "", std::max(kv_->k_rot_group(), kv_->v_rot_group()));
     scratch_.resize(hp, params_.n_ubatch);
     x_.assign((size_t)params_.n_ubatch * hp.n_embd, 0);
     vis_full_.resize(params_.n_ubatch);

@@ -20,6 +20,7 @@ struct EngineParams {
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
     bool kv_auto_asymmetric = true;  // turbo K on a fragile model is kept at q8_0 (kv_protect_k_type)
+    bool kv_rotate = true;  // legacy block KV types stored Hadamard-rotated (KvCacheParams::rotate)
 };
 
 class Engine {

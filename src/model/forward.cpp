@@ -1,6 +1,7 @@
 // model/forward: building blocks shared by the architecture files.
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -23,9 +24,27 @@ void ForwardScratch::resize(const HParams& hp, int n_rows) {
     ff_b.assign(n * hp.n_ff, 0);
 }
 
+// Calls fn(r0, r1) over contiguous ranges of the rows. note: the per-row work between the matmuls
+// (norms, rope and the KV write, activations, residual adds) ran on the calling thread while the
+// others waited; with several rows (a server step of many slots, a prefill chunk) it is split over the
+// pool. One or two rows stay inline: the hand-off would cost more than it saves. Every element is
+// computed the same way whatever the split (batch invariance, DESIGN.md invariant 2).
+template <class Fn>
+static void for_rows(const ForwardCtx& c, Fn&& fn) {
+    constexpr int kMinRowsPerTask = 2;
+    const int n_tasks = std::min(c.pool.size(), c.n_rows / kMinRowsPerTask);
+    if (n_tasks <= 1) {
+        fn(0, c.n_rows);
+        return;
+    }
+    c.pool.run(n_tasks, [&](int t, int) { fn(c.n_rows * t / n_tasks, c.n_rows * (t + 1) / n_tasks); });
+}
+
 void norm_rows(const ForwardCtx& c, const float* in, const Weight& w, float* out, int64_t n) {
     const float* wd = (const float*)w.data;
-    for (int r = 0; r < c.n_rows; r++) rms_norm(in + (size_t)r * n, wd, out + (size_t)r * n, n, c.hp.norm_eps);
+    for_rows(c, [&](int r0, int r1) {
+        for (int r = r0; r < r1; r++) rms_norm(in + (size_t)r * n, wd, out + (size_t)r * n, n, c.hp.norm_eps);
+    });
 }
 
 void linear(const ForwardCtx& c, const Weight& w, const Weight& bias, const float* in, float* out) {
@@ -36,11 +55,13 @@ void linear(const ForwardCtx& c, const Weight& w, const Weight& bias, const floa
 
 // Per-head RMS norm over (n_rows, n_head, hd) in place.
 static void head_norm(const ForwardCtx& c, float* x, int n_head, int hd, const Weight& w) {
-    for (int r = 0; r < c.n_rows; r++)
-        for (int h = 0; h < n_head; h++) {
-            float* p = x + ((size_t)r * n_head + h) * hd;
-            rms_norm(p, (const float*)w.data, p, hd, c.hp.norm_eps);
-        }
+    for_rows(c, [&](int r0, int r1) {
+        for (int r = r0; r < r1; r++)
+            for (int h = 0; h < n_head; h++) {
+                float* p = x + ((size_t)r * n_head + h) * hd;
+                rms_norm(p, (const float*)w.data, p, hd, c.hp.norm_eps);
+            }
+    });
 }
 
 void self_attention(ForwardCtx& c, int il, const float* xn) {
@@ -57,12 +78,14 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     if (L.q_norm) head_norm(c, q, hp.n_head, hp.head_dim, L.q_norm);
     if (L.k_norm) head_norm(c, k, hp.n_head_kv, hp.head_dim, L.k_norm);
     const KvCacheParams& kp = c.kv.params();
-    for (int r = 0; r < c.n_rows; r++) {
-        rope(q + (size_t)r * nq, hp.n_head, hp.head_dim, c.pos[r], lp.rope);
-        rope(k + (size_t)r * nk, hp.n_head_kv, hp.head_dim, c.pos[r], lp.rope);
-        c.kv.write_k(il, c.cells[r], k + (size_t)r * nk);  // quantize on write, per head
-        c.kv.write_v(il, c.cells[r], v + (size_t)r * nv);
-    }
+    for_rows(c, [&](int r0, int r1) {  // rows have distinct cells: their writes never overlap
+        for (int r = r0; r < r1; r++) {
+            rope(q + (size_t)r * nq, hp.n_head, hp.head_dim, c.pos[r], lp.rope);
+            rope(k + (size_t)r * nk, hp.n_head_kv, hp.head_dim, c.pos[r], lp.rope);
+            c.kv.write_k(il, c.cells[r], k + (size_t)r * nk);  // quantize on write, per head
+            c.kv.write_v(il, c.cells[r], v + (size_t)r * nv);
+        }
+    });
     AttentionArgs a;
     a.n_rows = c.n_rows;
     a.n_head = hp.n_head;
@@ -78,6 +101,8 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     a.v = c.kv.v_data(il);
     a.k_cell_bytes = c.kv.k_row_bytes();
     a.v_cell_bytes = c.kv.v_row_bytes();
+    a.k_rot_group = c.kv.k_rot_group();
+    a.v_rot_group = c.kv.v_rot_group();
     a.visible = lp.swa ? c.visible_swa : c.visible_full;
     attention(c.pool, a);
     linear(c, L.wo, L.bo, c.s.att.data(), c.s.out.data());
@@ -90,14 +115,21 @@ void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act) {
     static const Weight none;
     linear(c, L.ffn_gate, none, xn, a);
     linear(c, L.ffn_up, none, xn, b);
-    const int64_t n = (int64_t)c.n_rows * c.hp.n_ff;
-    if (act == FfnAct::silu) silu(a, n);
-    else gelu_tanh(a, n);
-    mul(a, b, n);
+    const int64_t n_ff = c.hp.n_ff;
+    for_rows(c, [&](int r0, int r1) {
+        float* ar = a + r0 * n_ff;
+        const int64_t n = (r1 - r0) * n_ff;
+        if (act == FfnAct::silu) silu(ar, n);
+        else gelu_tanh(ar, n);
+        mul(ar, b + r0 * n_ff, n);
+    });
     linear(c, L.ffn_down, none, a, c.s.out.data());
 }
 
-void residual_add(const ForwardCtx& c, const float* y) { add(c.x, y, (int64_t)c.n_rows * c.hp.n_embd); }
+void residual_add(const ForwardCtx& c, const float* y) {
+    const int64_t e = c.hp.n_embd;
+    for_rows(c, [&](int r0, int r1) { add(c.x + r0 * e, y + r0 * e, (r1 - r0) * e); });
+}
 
 // ---- binding ----
 

@@ -112,7 +112,7 @@ const TurboFormat* turbo_format(GgmlType t) {
     return nullptr;
 }
 
-void turbo_encode_group(const TurboFormat& f, const float* x, uint8_t* dst) {
+void turbo_encode_group(const TurboFormat& f, const float* x, uint8_t* dst, float alpha) {
     const int g = f.group;
     float y[128];
     double sq = 0;
@@ -135,7 +135,7 @@ void turbo_encode_group(const TurboFormat& f, const float* x, uint8_t* dst) {
     }
     // Norm correction (spec §2 step 6): the reconstruction keeps the input's exact L2 norm.
     const float r = sqrtf(r2);
-    const fp16_t stored = fp32_to_fp16(r > 1e-10f ? n / r : n);
+    const fp16_t stored = fp32_to_fp16((r > 1e-10f ? n / r : n) * alpha);
     memcpy(dst, &stored, 2);
 }
 
@@ -149,10 +149,18 @@ void turbo_decode_group_rotated(const TurboFormat& f, const uint8_t* src, float*
     }
 }
 
-void quantize_row_turbo(GgmlType t, const float* src, void* dst, int64_t n) {
+void quantize_row_turbo(GgmlType t, const float* src, void* dst, int64_t n, float alpha) {
     const TurboFormat& f = *turbo_format(t);
     const size_t bytes = ggml_type_info(t).type_size;
-    for (int64_t b = 0; b < n / f.group; b++) turbo_encode_group(f, src + b * f.group, (uint8_t*)dst + b * bytes);
+    for (int64_t b = 0; b < n / f.group; b++)
+        turbo_encode_group(f, src + b * f.group, (uint8_t*)dst + b * bytes, alpha);
+}
+
+float turbo_v_alpha(GgmlType t) {
+    const TurboFormat* f = turbo_format(t);
+    if (!f) return 1.0f;
+    const float d = f->tcq ? (f->bits == 2 ? 0.080f : 0.0218f) : f->bits == 2 ? 0.119f : f->bits == 3 ? 0.034f : 0.0092f;
+    return 1.0f / sqrtf(1.0f - d);
 }
 
 void dequantize_row_turbo(GgmlType t, const void* src, float* dst, int64_t n) {

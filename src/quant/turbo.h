@@ -41,13 +41,21 @@ inline int turbo_index(const uint8_t* block, int bits, int group, int j) {
     return lo | (((signs[j / 8] >> (j % 8)) & 1) << 2);
 }
 
-// Encodes one group x (original domain, f.group values) into block `dst` (spec §2 steps 3-7).
-void turbo_encode_group(const TurboFormat& f, const float* x, uint8_t* dst);
+// Encodes one group x (original domain, f.group values) into block `dst` (spec §2 steps 3-7). alpha
+// multiplies the corrected norm (spec §2 step 6, "optional alpha"; 1: the plain norm correction).
+void turbo_encode_group(const TurboFormat& f, const float* x, uint8_t* dst, float alpha = 1.0f);
 // Decodes one block into the rotated domain: y_j = value_j * norm (no inverse rotation).
 void turbo_decode_group_rotated(const TurboFormat& f, const uint8_t* src, float* y);
 
 // Row routines for the quant traits table (original domain; n a multiple of the group).
-void quantize_row_turbo(GgmlType t, const float* src, void* dst, int64_t n);
+void quantize_row_turbo(GgmlType t, const float* src, void* dst, int64_t n, float alpha = 1.0f);
+
+// The norm alpha KvCache writes V rows with: 1/√(1 − D), D the format's unit-vector distortion (spec
+// §10: 0.119 / 0.034 / 0.0092 for 2 / 3 / 4 bits, TCQ 0.080 / 0.0218). A decoded group c keeps |x| but
+// its component along x is only √(1 − D)·|x|; attention averages V over many cells, where the rounding
+// noise partly cancels and that shrinkage does not, so V is stored unshrunk along x (BeeLlama's V alpha
+// > 1 serves the same end, spec §5). Measured in docs/PERFORMANCE.md "KV cache types" (KLD -5% to -11%).
+float turbo_v_alpha(GgmlType t);
 void dequantize_row_turbo(GgmlType t, const void* src, float* dst, int64_t n);
 
 // KV head layout shared by kv/ and the attention kernel: each head's head_dim values are zero-padded

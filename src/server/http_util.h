@@ -41,9 +41,13 @@ double get_number(const Json& body, const char* key, double def);
 std::string get_string(const Json& body, const char* key, const std::string& def);
 
 // True if the client of `req` has closed its side of the connection (Linux: the socket is in
-// CLOSE_WAIT in /proc/net/tcp{,6}). cpp-httplib 0.11 gives handlers no socket, and a non-streaming
+// CLOSE_WAIT, asked by a sock_diag netlink lookup, else read from /proc/net/tcp{,6}). cpp-httplib 0.11 gives handlers no socket, and a non-streaming
 // handler writes nothing until the end, so this is how a waiting request notices its client left.
 bool peer_closed(const httplib::Request& req);
+// The kernel's TCP state of the connection of `req` (Linux tcp_states.h: 1 established, 8 close-wait,
+// ...) by an exact sock_diag netlink lookup; -1 if it cannot be asked (no netlink, unknown address).
+int tcp_state(const httplib::Request& req);
+constexpr int kTcpCloseWait = 8;  // TCP_CLOSE_WAIT: the peer sent FIN
 
 // One server-sent event: "data: <json>\n\n".
 std::string sse_data(const Json& j);

@@ -2,8 +2,10 @@
 #include "server/request.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "base/error.h"
+#include "sample/json_schema.h"
 #include "spec/registry.h"
 
 namespace bee::server {
@@ -42,17 +44,42 @@ void refuse_unsupported(const Json& body, Api api) {
         for (const char* key : {"best_of", "suffix"})
             if (body.contains(key) && !body[key].is_null()) bad_request("Unsupported param: %s", key);
     }
-    const int64_t n = get_int(body, "n", 1, 1, INT32_MAX);
-    if (n != 1 || get_int(body, "n_cmpl", 1, 1, INT32_MAX) != 1)
-        bad_request("only one choice per request is supported ('n' must be 1)");
-    for (const char* key : {"grammar", "json_schema"})
-        if (body.contains(key) && !body[key].is_null())
-            bad_request("'%s' (constrained sampling) is not supported by this server", key);
-    if (body.contains("response_format") && !body["response_format"].is_null()) {
+}
+
+// grammar (GBNF), json_schema, or response_format json_object / json_schema: one GBNF text, or "".
+std::string constraint_gbnf(const Json& body) {
+    auto given = [&](const char* key) { return body.contains(key) && !body[key].is_null(); };
+    if (given("grammar") && given("json_schema")) bad_request("Cannot use both json_schema and grammar");
+    const Json* schema = nullptr;
+    bool any_object = false;
+    if (given("response_format")) {
         const Json& rf = body["response_format"];
-        if (!rf.is_object() || rf.value("type", "") != "text")
-            bad_request("'response_format' other than {\"type\": \"text\"} is not supported by this server");
+        const std::string type = rf.is_object() ? get_string(rf, "type", "") : "";
+        if (type == "json_object") {
+            if (rf.contains("schema") && !rf["schema"].is_null()) schema = &rf["schema"];
+            else any_object = true;
+        } else if (type == "json_schema") {
+            const Json* js = rf.contains("json_schema") ? &rf["json_schema"] : nullptr;
+            if (!js || !js->is_object() || !js->contains("schema"))
+                bad_request("'response_format' of type json_schema needs {\"json_schema\": {\"schema\": {...}}}");
+            schema = &(*js)["schema"];
+        } else if (type != "text") {
+            bad_request("'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                        "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {...}}}");
+        }
+        if ((schema || any_object) && (given("grammar") || given("json_schema")))
+            bad_request("Cannot use response_format together with grammar or json_schema");
     }
+    if (given("json_schema")) schema = &body["json_schema"];
+    try {
+        if (any_object) return json_object_gbnf();
+        if (schema) return json_schema_to_gbnf(*schema);
+    } catch (const Error& e) {
+        bad_request("%s", e.what());
+    }
+    if (!given("grammar")) return "";
+    if (!body["grammar"].is_string()) bad_request("'grammar' must be a string of GBNF rules");
+    return body["grammar"].get<std::string>();
 }
 
 void parse_logprobs(const Json& body, Api api, GenParams& g) {
@@ -182,7 +209,43 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     parse_logprobs(body, api, g);
     parse_reasoning_overrides(body, ctx, g);
     parse_spec_overrides(body, ctx, g);
+    const std::string gbnf = constraint_gbnf(body);
+    if (!gbnf.empty()) set_grammar(g, gbnf, ctx.tokenizer());
     return g;
+}
+
+int32_t parse_n_choices(const Json& body) {
+    const char* key = body.contains("n") && !body["n"].is_null() ? "n" : "n_cmpl";
+    return (int32_t)get_int(body, key, 1, 1, kMaxChoices);
+}
+
+std::shared_ptr<const GrammarVocab> grammar_vocab(const Tokenizer& tok) {
+    static std::mutex mu;
+    static const Tokenizer* owner = nullptr;
+    static std::shared_ptr<const GrammarVocab> vocab;
+    std::lock_guard<std::mutex> lk(mu);
+    if (owner != &tok) {  // note: built once per model (~50k pieces), then shared by every request
+        auto v = std::make_shared<GrammarVocab>();
+        const int32_t n = tok.n_vocab();
+        v->text.resize(n);
+        v->is_eog.resize(n);
+        for (int32_t id = 0; id < n; id++) {
+            v->is_eog[id] = tok.is_eog(id) ? 1 : 0;
+            v->text[id] = tok.token_to_piece(id, false);  // control tokens: "" (never allowed)
+        }
+        vocab = std::move(v);
+        owner = &tok;
+    }
+    return vocab;
+}
+
+void set_grammar(GenParams& g, const std::string& gbnf, const Tokenizer& tok) {
+    try {
+        g.grammar = Grammar::parse(gbnf);
+    } catch (const Error& e) {
+        bad_request("%s", e.what());
+    }
+    g.grammar_vocab = grammar_vocab(tok);
 }
 
 std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok) {
@@ -207,6 +270,18 @@ std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok) {
         first = false;
     }
     return out;
+}
+
+std::vector<std::shared_ptr<Task>> make_tasks(ServerContext& ctx, const std::vector<int32_t>& prompt,
+                                              const GenParams& params, int32_t n) {
+    std::vector<std::shared_ptr<Task>> tasks;
+    for (int32_t i = 0; i < n; i++) {
+        GenParams p = params;
+        if (p.sampling.seed != 0xFFFFFFFFu) p.sampling.seed += (uint64_t)i;  // choice i: seed + i
+        if (p.sampling.seed == 0xFFFFFFFFu) p.sampling.seed++;  // seed + i must not mean "random"
+        tasks.push_back(make_task(ctx, prompt, std::move(p)));
+    }
+    return tasks;
 }
 
 std::shared_ptr<Task> make_task(ServerContext& ctx, std::vector<int32_t> prompt, GenParams params) {

@@ -17,11 +17,23 @@ enum class Api { native, oai_completion, oai_chat };
 // Validates and reads the generation fields of `body` (400 on a bad field).
 GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api);
 
+// `n` (alias n_cmpl): how many choices to generate, 1..kMaxChoices (400 otherwise).
+constexpr int32_t kMaxChoices = 16;
+int32_t parse_n_choices(const Json& body);
+
+// Compiles GBNF into the generation's constraint (400 with the parser's line:column message).
+void set_grammar(GenParams& g, const std::string& gbnf, const Tokenizer& tok);
+// Each token's text for grammar matching, built once per model.
+std::shared_ptr<const GrammarVocab> grammar_vocab(const Tokenizer& tok);
+
 // A prompt: a string, an array of token ids, or an array mixing strings and ids. BOS is added as the
 // vocabulary asks; special-token text is parsed (as llama-server does).
 std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok);
 
 // Builds the task; refuses (exceed_context_size_error) a prompt that does not fit the slot context.
 std::shared_ptr<Task> make_task(ServerContext& ctx, std::vector<int32_t> prompt, GenParams params);
+// n tasks for the n choices of one request; with a fixed seed, choice i samples with seed + i.
+std::vector<std::shared_ptr<Task>> make_tasks(ServerContext& ctx, const std::vector<int32_t>& prompt,
+                                              const GenParams& params, int32_t n);
 
 }  // namespace bee::server

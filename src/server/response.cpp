@@ -1,6 +1,7 @@
 // server/response: results, timings, logprobs and the SSE driver.
 #include "server/response.h"
 
+#include <algorithm>
 #include <random>
 
 #include "base/error.h"
@@ -8,32 +9,65 @@
 
 namespace bee::server {
 
-TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::shared_ptr<Task>& task) {
-    ctx.scheduler->submit(task);
-    TaskResult r;
+std::vector<TaskResult> run_tasks(ServerContext& ctx, const httplib::Request& req,
+                                  const std::vector<std::shared_ptr<Task>>& tasks) {
+    for (const auto& t : tasks) ctx.scheduler->submit(t);
+    auto cancel_all = [&] {
+        for (const auto& t : tasks) t->channel->cancel();
+    };
+    std::vector<TaskResult> results(tasks.size());
+    std::vector<bool> done(tasks.size(), false);
+    size_t n_done = 0;
     std::vector<TaskEvent> evs;
     double next_check = time_ms() + 500;
-    for (;;) {
-        evs.clear();
-        task->channel->pop_all(evs, 500);
+    while (n_done < tasks.size()) {
+        size_t first = 0;  // wait on the first unfinished task; poll the others
+        while (done[first]) first++;
+        for (size_t i = first; i < tasks.size(); i++) {
+            if (done[i]) continue;
+            evs.clear();
+            tasks[i]->channel->pop_all(evs, i == first ? 500 : 0);
+            for (TaskEvent& e : evs) {
+                if (e.kind == TaskEvent::error) {
+                    cancel_all();
+                    throw HttpError(e.http_status, e.error_type, e.error_message);
+                }
+                TaskResult& r = results[i];
+                r.content += e.content;
+                r.reasoning += e.reasoning;
+                for (TokenInfo& t : e.tokens) r.tokens.push_back(std::move(t));
+                if (e.kind == TaskEvent::done) {
+                    r.finish = e.finish;
+                    done[i] = true;
+                    n_done++;
+                }
+            }
+        }
         if (time_ms() >= next_check) {  // twice a second: is the client still there?
             next_check = time_ms() + 500;
             if (peer_closed(req)) {
-                task->channel->cancel();
+                cancel_all();
                 throw HttpError(499, "server_error", "the client closed the connection");
             }
         }
-        for (TaskEvent& e : evs) {
-            if (e.kind == TaskEvent::error) throw HttpError(e.http_status, e.error_type, e.error_message);
-            r.content += e.content;
-            r.reasoning += e.reasoning;
-            for (TokenInfo& t : e.tokens) r.tokens.push_back(std::move(t));
-            if (e.kind == TaskEvent::done) {
-                r.finish = e.finish;
-                return r;
-            }
-        }
     }
+    return results;
+}
+
+TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::shared_ptr<Task>& task) {
+    return std::move(run_tasks(ctx, req, {task})[0]);
+}
+
+FinishInfo merge_finish(const std::vector<FinishInfo>& fs) {
+    FinishInfo m = fs.at(0);
+    for (size_t i = 1; i < fs.size(); i++) {
+        m.n_predicted += fs[i].n_predicted;
+        m.n_reasoning += fs[i].n_reasoning;
+        m.predicted_ms = std::max(m.predicted_ms, fs[i].predicted_ms);
+        m.draft_n += fs[i].draft_n;
+        m.draft_n_accepted += fs[i].draft_n_accepted;
+    }
+    return m;
 }
 
 Json timings_json(const FinishInfo& f) {
@@ -127,9 +161,16 @@ namespace {
 
 // The state of one SSE response; lives as long as httplib keeps calling the provider.
 struct StreamState {
-    std::shared_ptr<Task> task;
-    StreamFormat fmt;
+    std::vector<std::shared_ptr<Task>> tasks;
+    std::vector<StreamFormat> fmts;                      // fmts[i] formats tasks[i]
+    std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
+    std::vector<FinishInfo> finish;
+    std::vector<bool> task_done;
+    size_t n_done = 0;
     bool started = false, finished = false;
+    void cancel_all() {
+        for (const auto& t : tasks) t->channel->cancel();
+    }
 };
 
 bool write_all(httplib::DataSink& sink, const std::vector<Json>& payloads) {
@@ -140,29 +181,29 @@ bool write_all(httplib::DataSink& sink, const std::vector<Json>& payloads) {
     return true;
 }
 
-// One provider call: sends what the scheduler produced since the last call (or waits a little).
-bool pump(StreamState& st, httplib::DataSink& sink) {
-    if (st.finished) return false;
-    if (!st.started) {
-        st.started = true;
-        if (st.fmt.start && !write_all(sink, st.fmt.start())) return false;
-    }
-    std::vector<TaskEvent> evs;
-    if (!st.task->channel->pop_all(evs, 200)) return true;
+// Task i's events; sets st.finished on an error or when the last task ends.
+bool pump_events(StreamState& st, size_t i, const std::vector<TaskEvent>& evs, httplib::DataSink& sink) {
+    const StreamFormat& fmt = st.fmts[i];
     for (const TaskEvent& e : evs) {
         bool ok = true;
         if (e.kind == TaskEvent::error) {
             ok = write_all(sink, {error_json(e.http_status, e.error_type, e.error_message)});
             st.finished = true;
+            st.cancel_all();
         } else {
-            if (!e.content.empty() || !e.reasoning.empty() || !e.tokens.empty()) ok = write_all(sink, st.fmt.delta(e));
+            if (!e.content.empty() || !e.reasoning.empty() || !e.tokens.empty()) ok = write_all(sink, fmt.delta(e));
             if (ok && e.kind == TaskEvent::done) {
-                ok = write_all(sink, st.fmt.done(e.finish));
-                if (ok && st.fmt.done_sentinel) {
-                    static const char kDone[] = "data: [DONE]\n\n";
-                    ok = sink.write(kDone, sizeof kDone - 1);
+                ok = write_all(sink, fmt.done(e.finish));
+                st.finish[i] = e.finish;
+                st.task_done[i] = true;
+                if (++st.n_done == st.tasks.size()) {
+                    if (ok && st.after_all) ok = write_all(sink, st.after_all(st.finish));
+                    if (ok && fmt.done_sentinel) {
+                        static const char kDone[] = "data: [DONE]\n\n";
+                        ok = sink.write(kDone, sizeof kDone - 1);
+                    }
+                    st.finished = true;
                 }
-                st.finished = true;
             }
         }
         if (!ok) return false;
@@ -174,24 +215,51 @@ bool pump(StreamState& st, httplib::DataSink& sink) {
     return true;
 }
 
+// One provider call: sends what the scheduler produced since the last call (or waits a little).
+bool pump(StreamState& st, httplib::DataSink& sink) {
+    if (st.finished) return false;
+    if (!st.started) {
+        st.started = true;
+        for (const StreamFormat& f : st.fmts)
+            if (f.start && !write_all(sink, f.start())) return false;
+    }
+    size_t first = 0;  // wait on the first unfinished task; poll the others
+    while (st.task_done[first]) first++;
+    for (size_t i = first; i < st.tasks.size() && !st.finished; i++) {
+        if (st.task_done[i]) continue;
+        std::vector<TaskEvent> evs;
+        if (!st.tasks[i]->channel->pop_all(evs, i == first ? 200 : 0)) continue;
+        if (!pump_events(st, i, evs, sink)) return false;
+    }
+    return true;
+}
+
 }  // namespace
 
-void stream_task(ServerContext& ctx, httplib::Response& res, std::shared_ptr<Task> task, StreamFormat fmt) {
-    ctx.scheduler->submit(task);
+void stream_tasks(ServerContext& ctx, httplib::Response& res, std::vector<std::shared_ptr<Task>> tasks,
+                  std::vector<StreamFormat> fmts, std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all) {
+    for (const auto& t : tasks) ctx.scheduler->submit(t);
     auto st = std::make_shared<StreamState>();
-    st->task = task;
-    st->fmt = std::move(fmt);
+    st->finish.resize(tasks.size());
+    st->task_done.assign(tasks.size(), false);
+    st->tasks = std::move(tasks);
+    st->fmts = std::move(fmts);
+    st->after_all = std::move(after_all);
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
         [st](size_t, httplib::DataSink& sink) {
             const bool ok = pump(*st, sink);
-            if (!ok && !st->finished) st->task->channel->cancel();  // the client went away
+            if (!ok && !st->finished) st->cancel_all();  // the client went away
             return ok;
         },
         [st](bool success) {
-            if (!success || !st->finished) st->task->channel->cancel();
+            if (!success || !st->finished) st->cancel_all();
         });
+}
+
+void stream_task(ServerContext& ctx, httplib::Response& res, std::shared_ptr<Task> task, StreamFormat fmt) {
+    stream_tasks(ctx, res, {std::move(task)}, {std::move(fmt)});
 }
 
 std::string random_id(const char* prefix) {

@@ -23,6 +23,13 @@ struct TaskResult {
 // Submits the task and waits for its end; throws HttpError if it ended with an error. If the client
 // of `req` hangs up meanwhile, the task is cancelled.
 TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::shared_ptr<Task>& task);
+// Several tasks at once (the `n` choices of one request): results in the same order. An error in any
+// of them cancels the others.
+std::vector<TaskResult> run_tasks(ServerContext& ctx, const httplib::Request& req,
+                                  const std::vector<std::shared_ptr<Task>>& tasks);
+// The finish record that `usage` and `timings` report for n choices: the prompt counted once, the
+// generated tokens summed, the longest generation time.
+FinishInfo merge_finish(const std::vector<FinishInfo>& fs);
 
 // llama-server's timings; draft_n and draft_n_accepted only when the request drafted.
 Json timings_json(const FinishInfo& f);
@@ -50,6 +57,11 @@ struct StreamFormat {
 
 // Submits the task and streams it. A failed write (client gone) cancels the task.
 void stream_task(ServerContext& ctx, httplib::Response& res, std::shared_ptr<Task> task, StreamFormat fmt);
+// n choices in one stream: fmts[i] formats tasks[i] (their start chunks go first, in order); once every
+// task is done, `after_all` adds closing payloads (the usage chunk), then fmts[0]'s [DONE] if any.
+void stream_tasks(ServerContext& ctx, httplib::Response& res, std::vector<std::shared_ptr<Task>> tasks,
+                  std::vector<StreamFormat> fmts,
+                  std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all = {});
 
 // "chatcmpl-" / "cmpl-" followed by random hex.
 std::string random_id(const char* prefix);

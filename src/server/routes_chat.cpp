@@ -2,10 +2,12 @@
 // split into reasoning_content, tool calls parsed into message.tool_calls (chat/tool_calls, in the
 // format the template teaches), SSE chunks as the OpenAI client expects them.
 #include <ctime>
+#include <functional>
 
 #include "base/error.h"
 #include "chat/reasoning.h"
 #include "chat/tool_calls.h"
+#include "sample/json_schema.h"
 #include "server/chat_prompt.h"
 #include "server/request.h"
 #include "server/response.h"
@@ -29,6 +31,8 @@ Json chat_chunk(const ServerContext& ctx, const std::string& id, int64_t created
 struct ToolMode {
     bool parse = false;
     bool parallel = true;
+    bool force = false;       // tool_choice "required" or a named function: a grammar forces a call
+    std::string only;         // the named function (tool_choice {"type": "function", ...}), else empty
     chat::ToolCallFormat format = chat::ToolCallFormat::generic;
 };
 
@@ -42,11 +46,57 @@ ToolMode tool_mode(const ServerContext& ctx, const Json& body) {
         else if (!tc.is_object()) bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or an object");
         if (tc.is_string() && choice != "none" && choice != "auto" && choice != "required")
             bad_request("invalid tool_choice '%s': expected none, auto or required", choice.c_str());
+        if (tc.is_object()) {
+            const Json* fn = tc.contains("function") && tc["function"].is_object() ? &tc["function"] : nullptr;
+            if (!fn || !fn->contains("name") || !(*fn)["name"].is_string())
+                bad_request("'tool_choice' object must be {\"type\": \"function\", \"function\": {\"name\": \"...\"}}");
+            m.only = (*fn)["name"].get<std::string>();
+            choice = "required";
+        }
+        if (choice == "required" && !has_tools) bad_request("tool_choice '%s' needs a non-empty 'tools' list", choice.c_str());
+        m.force = choice == "required";
     }
     m.parse = has_tools && choice != "none" && get_bool(body, "parse_tool_calls", true);
     m.parallel = get_bool(body, "parallel_tool_calls", true);
     m.format = chat::detect_tool_call_format(ctx.tmpl_source);
     return m;
+}
+
+// The grammar that forces tool_choice "required" / a named function: one call (several if parallel calls
+// are on and the format can write them) of the listed tools, each with arguments valid for its
+// `parameters` schema, in the template's tool-call format.
+std::string tool_call_gbnf(const Json& tools, const ToolMode& m) {
+    const chat::ToolCallSyntax sx = chat::tool_call_syntax(m.format);
+    std::string calls, rules;
+    for (size_t i = 0; i < tools.size(); i++) {
+        const Json& t = tools[i];
+        const Json* fn = t.is_object() && t.contains("function") && t["function"].is_object() ? &t["function"] : nullptr;
+        if (!fn || !fn->contains("name") || !(*fn)["name"].is_string())
+            bad_request("tools[%zu] must be {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}", i);
+        const std::string name = (*fn)["name"].get<std::string>();
+        if (!m.only.empty() && name != m.only) continue;
+        const Json params = fn->contains("parameters") ? (*fn)["parameters"] : Json{{"type", "object"}};
+        std::string args;
+        try {
+            JsonSchemaGbnf conv(params, strfmt("tool%zu-", i));
+            args = conv.expr(params, strfmt("tools[%zu].function.parameters", i));
+            rules += conv.rules(false);
+        } catch (const Error& e) {
+            bad_request("%s", e.what());
+        }
+        calls += (calls.empty() ? "" : " | ") +
+                 strfmt("( %s \"{\" json-ws %s json-ws \":\" json-ws %s json-ws \",\" json-ws %s json-ws \":\" json-ws %s "
+                        "json-ws \"}\" %s )",
+                        gbnf_literal(sx.call_open).c_str(), gbnf_literal("\"name\"").c_str(),
+                        gbnf_literal(Json(name).dump()).c_str(), gbnf_literal("\"" + sx.args_key + "\"").c_str(),
+                        args.c_str(), gbnf_literal(sx.call_close).c_str());
+    }
+    if (calls.empty()) bad_request("tool_choice names function '%s', which is not in 'tools'", m.only.c_str());
+    std::string root = "root ::= " + gbnf_literal(sx.list_open) + " call ";
+    if (m.parallel && !sx.separator.empty() && m.only.empty()) root += "( " + gbnf_literal(sx.separator) + " call )* ";
+    root += gbnf_literal(sx.list_close) + "\n";
+    JsonSchemaGbnf prims(Json::object());
+    return root + "call ::= " + calls + "\n" + rules + prims.rules(true);
 }
 
 // OpenAI's tool_calls entries; `index0` >= 0 adds the stream's per-call "index".
@@ -72,62 +122,39 @@ std::vector<chat::ToolCall> limit_calls(std::vector<chat::ToolCall> calls, const
     return calls;
 }
 
-void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-    const Json body = parse_body(req);
-    const ToolMode tools = tool_mode(ctx, body);
-    ChatPrompt cp = render_chat_prompt(ctx, body);
-    GenParams g = parse_gen_params(body, ctx, Api::oai_chat);
-    const bool legacy = cp.format == ReasoningFormat::deepseek_legacy;
-    g.reasoning = cp.reasoning && !legacy;
-    g.starts_in_reasoning = cp.starts_in_reasoning;
-    if (!cp.reasoning) g.loop_guard.mode = chat::LoopGuardMode::Off;
-    auto task = make_task(ctx, ctx.tokenizer().encode(cp.text, true, true), std::move(g));
-    const std::string id = random_id("chatcmpl-");
-    const int64_t created = (int64_t)time(nullptr);
-
-    if (!get_bool(body, "stream", false)) {
-        TaskResult r = run_task(ctx, req, task);
-        Json msg = {{"role", "assistant"}, {"content", r.content}};
-        const char* finish = finish_reason(r.finish);
-        if (tools.parse) {
-            chat::ToolCallDelta d = chat::parse_tool_calls(tools.format, r.content);
-            std::vector<chat::ToolCall> calls = limit_calls(std::move(d.calls), tools, 0);
-            if (!calls.empty()) {
-                msg["content"] = d.content.find_first_not_of(" \t\r\n") == std::string::npos ? Json(nullptr) : Json(d.content);
-                msg["tool_calls"] = tool_calls_json(calls);
-                if (std::string(finish) == "stop") finish = "tool_calls";
-            }
+// One choice of a non-streaming reply.
+Json chat_choice(const ServerContext& ctx, const ToolMode& tools, const ChatPrompt& cp, const GenParams& g,
+                 const TaskResult& r, size_t index) {
+    Json msg = {{"role", "assistant"}, {"content", r.content}};
+    const char* finish = finish_reason(r.finish);
+    if (tools.parse) {
+        chat::ToolCallDelta d = chat::parse_tool_calls(tools.format, r.content);
+        std::vector<chat::ToolCall> calls = limit_calls(std::move(d.calls), tools, 0);
+        if (!calls.empty()) {
+            msg["content"] = d.content.find_first_not_of(" \t\r\n") == std::string::npos ? Json(nullptr) : Json(d.content);
+            msg["tool_calls"] = tool_calls_json(calls);
+            if (std::string(finish) == "stop") finish = "tool_calls";
         }
-        if (legacy) {  // keep the tags inline and also report the reasoning separately
-            chat::ReasoningParser p("<think>", "</think>", cp.starts_in_reasoning);
-            chat::ReasoningDelta a = p.feed(r.content), b = p.flush();
-            if (!(a.reasoning + b.reasoning).empty()) msg["reasoning_content"] = a.reasoning + b.reasoning;
-        } else if (!r.reasoning.empty()) {
-            msg["reasoning_content"] = r.reasoning;
-        }
-        Json choice = {{"index", 0}, {"finish_reason", finish}, {"message", msg}};
-        if (task->params.want_logprobs) choice["logprobs"] = {{"content", oai_logprobs_content(r.tokens, ctx.tokenizer())}};
-        Json j = {{"id", id},
-                  {"object", "chat.completion"},
-                  {"created", created},
-                  {"model", ctx.model_name},
-                  {"system_fingerprint", "bee"},
-                  {"choices", Json::array({choice})},
-                  {"usage", usage_json(r.finish)},
-                  {"timings", timings_json(r.finish)}};
-        if (!r.finish.loop_guard_action.empty())
-            j["loop_guard"] = {{"triggered", true}, {"action", r.finish.loop_guard_action}, {"reason", r.finish.loop_guard_reason}};
-        send_json(res, j);
-        return;
     }
-    if (tools.parse && task->params.want_logprobs)
-        bad_request("logprobs are not supported with tools in a streaming request");
-    const bool include_usage = body.contains("stream_options") && body["stream_options"].is_object() &&
-                               get_bool(body["stream_options"], "include_usage", false);
+    if (cp.format == ReasoningFormat::deepseek_legacy) {  // keep the tags inline and also report the reasoning
+        chat::ReasoningParser p("<think>", "</think>", cp.starts_in_reasoning);
+        chat::ReasoningDelta a = p.feed(r.content), b = p.flush();
+        if (!(a.reasoning + b.reasoning).empty()) msg["reasoning_content"] = a.reasoning + b.reasoning;
+    } else if (!r.reasoning.empty()) {
+        msg["reasoning_content"] = r.reasoning;
+    }
+    Json choice = {{"index", index}, {"finish_reason", finish}, {"message", msg}};
+    if (g.want_logprobs) choice["logprobs"] = {{"content", oai_logprobs_content(r.tokens, ctx.tokenizer())}};
+    return choice;
+}
+
+// The SSE formatter of choice `index`. `include_usage`: this (single) choice closes with the usage chunk.
+StreamFormat chat_stream_format(ServerContext& ctx, const std::string& id, int64_t created, const ToolMode& tools,
+                                bool want_logprobs, int index, bool include_usage) {
     StreamFormat fmt;
-    fmt.start = [&ctx, id, created] {
+    fmt.start = [&ctx, id, created, index] {
         Json delta = {{"role", "assistant"}, {"content", nullptr}};
-        return std::vector<Json>{chat_chunk(ctx, id, created, Json::array({{{"index", 0}, {"finish_reason", nullptr}, {"delta", delta}}}))};
+        return std::vector<Json>{chat_chunk(ctx, id, created, Json::array({{{"index", index}, {"finish_reason", nullptr}, {"delta", delta}}}))};
     };
     // With tools, text that may be a call is held back by the parser; calls go out as they complete.
     struct ToolStream {
@@ -146,32 +173,90 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
         }
         return choice;
     };
-    fmt.delta = [&ctx, task, id, created, ts, tool_chunk](const TaskEvent& e) {
+    const Json empty = {{"index", index}, {"finish_reason", nullptr}, {"delta", Json::object()}};
+    fmt.delta = [&ctx, want_logprobs, id, created, ts, tool_chunk, empty](const TaskEvent& e) {
         std::vector<Json> out;
-        Json choice = {{"index", 0}, {"finish_reason", nullptr}, {"delta", Json::object()}};
+        Json choice = empty;
         if (!e.reasoning.empty()) choice["delta"]["reasoning_content"] = e.reasoning;
         if (ts) choice = tool_chunk(ts->parser.feed(e.content), std::move(choice));
         else if (!e.content.empty()) choice["delta"]["content"] = e.content;
-        const bool has_probs = task->params.want_logprobs && !e.tokens.empty();
+        const bool has_probs = want_logprobs && !e.tokens.empty();
         if (choice["delta"].empty() && !has_probs) return out;
         if (has_probs) choice["logprobs"] = {{"content", oai_logprobs_content(e.tokens, ctx.tokenizer())}};
         out.push_back(chat_chunk(ctx, id, created, Json::array({choice})));
         return out;
     };
-    fmt.done = [&ctx, id, created, include_usage, ts, tool_chunk](const FinishInfo& f) {
+    fmt.done = [&ctx, id, created, include_usage, ts, tool_chunk, empty, index](const FinishInfo& f) {
         std::vector<Json> out;
         if (ts) {  // what the parser still held: the last call(s) or text that was not a call
-            Json choice = tool_chunk(ts->parser.finish(), {{"index", 0}, {"finish_reason", nullptr}, {"delta", Json::object()}});
+            Json choice = tool_chunk(ts->parser.finish(), empty);
             if (!choice["delta"].empty()) out.push_back(chat_chunk(ctx, id, created, Json::array({choice})));
         }
         std::string reason = finish_reason(f);
         if (ts && ts->n_sent > 0 && reason == "stop") reason = "tool_calls";
-        Json last = chat_chunk(ctx, id, created, Json::array({{{"index", 0}, {"finish_reason", reason}, {"delta", Json::object()}}}));
+        Json last = chat_chunk(ctx, id, created, Json::array({{{"index", index}, {"finish_reason", reason}, {"delta", Json::object()}}}));
         for (Json& j : oai_final_chunks(std::move(last), chat_chunk(ctx, id, created, Json::array()), f, include_usage))
             out.push_back(std::move(j));
         return out;
     };
-    stream_task(ctx, res, task, std::move(fmt));
+    return fmt;
+}
+
+void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+    const Json body = parse_body(req);
+    const ToolMode tools = tool_mode(ctx, body);
+    const int32_t n = parse_n_choices(body);
+    ChatPrompt cp = render_chat_prompt(ctx, body);
+    GenParams g = parse_gen_params(body, ctx, Api::oai_chat);
+    if (tools.force) {
+        if (g.grammar) bad_request("tool_choice '%s' cannot be combined with a grammar or response_format", tools.only.empty() ? "required" : "function");
+        set_grammar(g, tool_call_gbnf(body["tools"], tools), ctx.tokenizer());
+    }
+    const bool legacy = cp.format == ReasoningFormat::deepseek_legacy;
+    g.reasoning = cp.reasoning && !legacy;
+    g.starts_in_reasoning = cp.starts_in_reasoning;
+    if (!cp.reasoning) g.loop_guard.mode = chat::LoopGuardMode::Off;
+    auto tasks = make_tasks(ctx, ctx.tokenizer().encode(cp.text, true, true), g, n);
+    const std::string id = random_id("chatcmpl-");
+    const int64_t created = (int64_t)time(nullptr);
+
+    if (!get_bool(body, "stream", false)) {
+        std::vector<TaskResult> rs = run_tasks(ctx, req, tasks);
+        Json choices = Json::array();
+        std::vector<FinishInfo> fs;
+        for (size_t i = 0; i < rs.size(); i++) {
+            choices.push_back(chat_choice(ctx, tools, cp, g, rs[i], i));
+            fs.push_back(rs[i].finish);
+        }
+        const FinishInfo f = merge_finish(fs);
+        Json j = {{"id", id},
+                  {"object", "chat.completion"},
+                  {"created", created},
+                  {"model", ctx.model_name},
+                  {"system_fingerprint", "bee"},
+                  {"choices", std::move(choices)},
+                  {"usage", usage_json(f)},
+                  {"timings", timings_json(f)}};
+        if (!rs[0].finish.loop_guard_action.empty())
+            j["loop_guard"] = {{"triggered", true}, {"action", rs[0].finish.loop_guard_action}, {"reason", rs[0].finish.loop_guard_reason}};
+        send_json(res, j);
+        return;
+    }
+    if (tools.parse && g.want_logprobs) bad_request("logprobs are not supported with tools in a streaming request");
+    const bool include_usage = body.contains("stream_options") && body["stream_options"].is_object() &&
+                               get_bool(body["stream_options"], "include_usage", false);
+    std::vector<StreamFormat> fmts;
+    for (int i = 0; i < n; i++) fmts.push_back(chat_stream_format(ctx, id, created, tools, g.want_logprobs, i, include_usage && n == 1));
+    std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
+    if (include_usage && n > 1)  // one usage chunk for all the choices
+        after_all = [&ctx, id, created](const std::vector<FinishInfo>& fs) {
+            const FinishInfo f = merge_finish(fs);
+            Json u = chat_chunk(ctx, id, created, Json::array());
+            u["usage"] = usage_json(f);
+            u["timings"] = timings_json(f);
+            return std::vector<Json>{u};
+        };
+    stream_tasks(ctx, res, std::move(tasks), std::move(fmts), std::move(after_all));
 }
 
 }  // namespace

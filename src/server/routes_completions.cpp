@@ -1,6 +1,7 @@
 // server/routes_completions: the native /completion endpoint and OpenAI text completions.
 #include <algorithm>
 #include <ctime>
+#include <functional>
 
 #include "server/request.h"
 #include "server/response.h"
@@ -23,9 +24,9 @@ Json generation_settings(const ServerContext& ctx, const GenParams& g) {
 }
 
 // The final object of /completion (non-stream body, or last stream chunk).
-Json native_final(const ServerContext& ctx, const Task& t, const TaskResult& r, bool stream) {
+Json native_final(const ServerContext& ctx, const Task& t, const TaskResult& r, bool stream, size_t index) {
     const FinishInfo& f = r.finish;
-    Json j = {{"index", 0},
+    Json j = {{"index", index},
               {"content", stream ? std::string() : r.content},
               {"id_slot", f.id_slot},
               {"stop", true},
@@ -49,35 +50,46 @@ Json native_final(const ServerContext& ctx, const Task& t, const TaskResult& r, 
     return j;
 }
 
+// Native /completion. With n > 1 (n_cmpl) the body is an array of n results (stream: chunks carry their
+// "index"), as llama-server does for several completions.
 void handle_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req);
     if (!body.contains("prompt")) bad_request("'prompt' is required");
+    const int32_t n = parse_n_choices(body);
     GenParams g = parse_gen_params(body, ctx, Api::native);
-    auto task = make_task(ctx, tokenize_prompt(body["prompt"], ctx.tokenizer()), std::move(g));
+    auto tasks = make_tasks(ctx, tokenize_prompt(body["prompt"], ctx.tokenizer()), g, n);
     if (!get_bool(body, "stream", false)) {
-        TaskResult r = run_task(ctx, req, task);
-        send_json(res, native_final(ctx, *task, r, false));
+        std::vector<TaskResult> rs = run_tasks(ctx, req, tasks);
+        if (n == 1) return send_json(res, native_final(ctx, *tasks[0], rs[0], false, 0));
+        Json all = Json::array();
+        for (size_t i = 0; i < rs.size(); i++) all.push_back(native_final(ctx, *tasks[i], rs[i], false, i));
+        send_json(res, all);
         return;
     }
     // Native stream: {content, tokens, stop:false} chunks, then the full object; no [DONE].
-    auto text = std::make_shared<std::string>();
-    StreamFormat fmt;
-    fmt.done_sentinel = false;
-    fmt.delta = [&ctx, task, text](const TaskEvent& e) {
-        Json ids = Json::array();
-        for (const TokenInfo& ti : e.tokens) ids.push_back(ti.id);
-        *text += e.content;
-        Json j = {{"index", 0}, {"content", e.content}, {"tokens", ids}, {"stop", false}, {"id_slot", -1}};
-        if (task->params.want_logprobs) j["completion_probabilities"] = native_probs(e.tokens, ctx.tokenizer());
-        return std::vector<Json>{j};
-    };
-    fmt.done = [&ctx, task, text](const FinishInfo& f) {
-        TaskResult r;
-        r.content = *text;
-        r.finish = f;
-        return std::vector<Json>{native_final(ctx, *task, r, true)};
-    };
-    stream_task(ctx, res, task, std::move(fmt));
+    std::vector<StreamFormat> fmts;
+    for (size_t i = 0; i < tasks.size(); i++) {
+        auto text = std::make_shared<std::string>();
+        auto task = tasks[i];
+        StreamFormat fmt;
+        fmt.done_sentinel = false;
+        fmt.delta = [&ctx, task, text, i](const TaskEvent& e) {
+            Json ids = Json::array();
+            for (const TokenInfo& ti : e.tokens) ids.push_back(ti.id);
+            *text += e.content;
+            Json j = {{"index", i}, {"content", e.content}, {"tokens", ids}, {"stop", false}, {"id_slot", -1}};
+            if (task->params.want_logprobs) j["completion_probabilities"] = native_probs(e.tokens, ctx.tokenizer());
+            return std::vector<Json>{j};
+        };
+        fmt.done = [&ctx, task, text, i](const FinishInfo& f) {
+            TaskResult r;
+            r.content = *text;
+            r.finish = f;
+            return std::vector<Json>{native_final(ctx, *task, r, true, i)};
+        };
+        fmts.push_back(std::move(fmt));
+    }
+    stream_tasks(ctx, res, std::move(tasks), std::move(fmts));
 }
 
 Json oai_text_logprobs(const ServerContext& ctx, const std::vector<TokenInfo>& toks) {
@@ -93,43 +105,65 @@ Json oai_text_logprobs(const ServerContext& ctx, const std::vector<TokenInfo>& t
 }
 
 Json oai_text_chunk(const ServerContext& ctx, const std::string& id, int64_t created, Json choice) {
+    Json choices = choice.is_array() ? std::move(choice) : Json::array({std::move(choice)});
     return Json{{"id", id},           {"object", "text_completion"}, {"created", created},
-                {"model", ctx.model_name}, {"system_fingerprint", "bee"},   {"choices", Json::array({choice})}};
+                {"model", ctx.model_name}, {"system_fingerprint", "bee"},   {"choices", std::move(choices)}};
 }
 
 void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req);
     if (!body.contains("prompt")) bad_request("'prompt' is required");
+    const int32_t n = parse_n_choices(body);
     GenParams g = parse_gen_params(body, ctx, Api::oai_completion);
-    auto task = make_task(ctx, tokenize_prompt(body["prompt"], ctx.tokenizer()), std::move(g));
+    auto tasks = make_tasks(ctx, tokenize_prompt(body["prompt"], ctx.tokenizer()), g, n);
     const std::string id = random_id("cmpl-");
     const int64_t created = (int64_t)time(nullptr);
+    const bool want_logprobs = g.want_logprobs;
     if (!get_bool(body, "stream", false)) {
-        TaskResult r = run_task(ctx, req, task);
-        Json choice = {{"text", r.content}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason(r.finish)}};
-        if (task->params.want_logprobs) choice["logprobs"] = oai_text_logprobs(ctx, r.tokens);
-        Json j = oai_text_chunk(ctx, id, created, choice);
-        j["usage"] = usage_json(r.finish);
-        j["timings"] = timings_json(r.finish);
+        std::vector<TaskResult> rs = run_tasks(ctx, req, tasks);
+        Json choices = Json::array();
+        std::vector<FinishInfo> fs;
+        for (size_t i = 0; i < rs.size(); i++) {
+            Json choice = {{"text", rs[i].content}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_reason(rs[i].finish)}};
+            if (want_logprobs) choice["logprobs"] = oai_text_logprobs(ctx, rs[i].tokens);
+            choices.push_back(std::move(choice));
+            fs.push_back(rs[i].finish);
+        }
+        const FinishInfo f = merge_finish(fs);
+        Json j = oai_text_chunk(ctx, id, created, std::move(choices));
+        j["usage"] = usage_json(f);
+        j["timings"] = timings_json(f);
         send_json(res, j);
         return;
     }
     const bool include_usage = body.contains("stream_options") && body["stream_options"].is_object() &&
                                get_bool(body["stream_options"], "include_usage", false);
-    StreamFormat fmt;
-    fmt.delta = [&ctx, task, id, created](const TaskEvent& e) {
-        Json choice = {{"text", e.content}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
-        if (task->params.want_logprobs) choice["logprobs"] = oai_text_logprobs(ctx, e.tokens);
-        return std::vector<Json>{oai_text_chunk(ctx, id, created, choice)};
-    };
-    fmt.done = [&ctx, id, created, include_usage](const FinishInfo& f) {
-        Json last = oai_text_chunk(ctx, id, created,
-                                   {{"text", ""}, {"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_reason(f)}});
-        Json usage_chunk = oai_text_chunk(ctx, id, created, nullptr);
-        usage_chunk["choices"] = Json::array();
-        return oai_final_chunks(std::move(last), std::move(usage_chunk), f, include_usage);
-    };
-    stream_task(ctx, res, task, std::move(fmt));
+    std::vector<StreamFormat> fmts;
+    for (int i = 0; i < n; i++) {
+        StreamFormat fmt;
+        fmt.delta = [&ctx, want_logprobs, id, created, i](const TaskEvent& e) {
+            Json choice = {{"text", e.content}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+            if (want_logprobs) choice["logprobs"] = oai_text_logprobs(ctx, e.tokens);
+            return std::vector<Json>{oai_text_chunk(ctx, id, created, choice)};
+        };
+        const bool usage_here = include_usage && n == 1;
+        fmt.done = [&ctx, id, created, usage_here, i](const FinishInfo& f) {
+            Json last = oai_text_chunk(ctx, id, created,
+                                       {{"text", ""}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_reason(f)}});
+            return oai_final_chunks(std::move(last), oai_text_chunk(ctx, id, created, Json::array()), f, usage_here);
+        };
+        fmts.push_back(std::move(fmt));
+    }
+    std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
+    if (include_usage && n > 1)  // one usage chunk for all the choices
+        after_all = [&ctx, id, created](const std::vector<FinishInfo>& fs) {
+            const FinishInfo f = merge_finish(fs);
+            Json u = oai_text_chunk(ctx, id, created, Json::array());
+            u["usage"] = usage_json(f);
+            u["timings"] = timings_json(f);
+            return std::vector<Json>{u};
+        };
+    stream_tasks(ctx, res, std::move(tasks), std::move(fmts), std::move(after_all));
 }
 
 }  // namespace

@@ -23,6 +23,8 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     output_ = std::make_unique<TextOutput>(gp.stop, gp.reasoning, gp.think_open, gp.think_close,
                                            gp.starts_in_reasoning);
     guard_.reset();
+    grammar_.reset();
+    if (gp.grammar) grammar_ = std::make_unique<GrammarConstraint>(gp.grammar, gp.grammar_vocab);
     if (gp.reasoning && gp.loop_guard.mode != chat::LoopGuardMode::Off)
         guard_ = std::make_unique<chat::LoopGuard>(gp.loop_guard);
     forced_.clear();
@@ -38,7 +40,7 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     spec_task_.reset();
     spec_ = nullptr;
     generated_.clear();
-    if (spec_slot_ && gp.spec.n_max != 0) {
+    if (spec_slot_ && gp.spec.n_max != 0 && !gp.grammar) {  // drafts would bypass the grammar
         if (!gp.spec.types_given || gp.spec.types == spec_shared_->params().types) {
             spec_ = spec_slot_.get();
         } else if (!gp.spec.types.empty()) {
@@ -93,9 +95,17 @@ bool Slot::sample(const float* logits, int32_t n_ctx_slot, double now_ms) {
     if (forced) {
         id = forced_.front();
         forced_.pop_front();
+    } else if (grammar_) {
+        id = grammar_->sample(*sampler_, logits);
+        if (id < 0) {  // no token of the vocabulary can continue the grammar
+            fin_.stop_detail = "grammar";
+            finish(StopType::eos, now_ms);
+            return true;
+        }
     } else {
         id = sampler_->sample(logits);
     }
+    if (grammar_) grammar_->accept(id);  // forced tokens too (false for them is not an error)
     sampler_->accept(id);
     last_ = id;
     if (accept(id, forced, token_info(logits, id), now_ms)) return true;
@@ -217,6 +227,7 @@ void Slot::release() {
     decoder_.reset();
     output_.reset();
     guard_.reset();
+    grammar_.reset();
     forced_.clear();
     spec_ = nullptr;
     spec_task_.reset();

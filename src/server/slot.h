@@ -12,6 +12,7 @@
 #include "chat/loop_guard.h"
 #include "kv/kv_cache.h"
 #include "model/batch.h"
+#include "sample/grammar.h"
 #include "sample/sampler.h"
 #include "server/task.h"
 #include "server/text_output.h"
@@ -103,6 +104,7 @@ private:
     std::unique_ptr<StreamDecoder> decoder_;
     std::unique_ptr<TextOutput> output_;
     std::unique_ptr<chat::LoopGuard> guard_;
+    std::unique_ptr<GrammarConstraint> grammar_;  // the task's grammar (null: unconstrained)
     std::deque<int32_t> forced_;  // tokens injected instead of sampling (forced end of reasoning)
     FinishInfo fin_;
     int32_t last_ = -1;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "chat/loop_guard.h"
+#include "sample/grammar.h"
 #include "sample/sampler.h"
 
 namespace bee {
@@ -46,6 +47,10 @@ struct GenParams {
         bool types_given = false;         // speculative.type: a subset of the server's --spec-type
         std::vector<std::string> types;   // empty with types_given: none
     } spec;
+    // Constrained sampling (grammar, json_schema, response_format, tool_choice "required"); null: none.
+    // A constrained request never speculates.
+    std::shared_ptr<const Grammar> grammar;
+    std::shared_ptr<const GrammarVocab> grammar_vocab;
 };
 
 struct TokenProb {

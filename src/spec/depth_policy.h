@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "spec/depth_prior.h"
 #include "spec/spec_params.h"
 
 namespace bee {
@@ -55,6 +56,11 @@ public:
     virtual int next(int base) = 0;
     virtual void record(const CycleRecord& c) = 0;
     virtual const char* name() const = 0;
+    // A request starts: begin from what earlier requests learnt (depth_prior.h). Policies that keep no
+    // estimates ignore it.
+    virtual void seed(const DepthPrior& prior) { (void)prior; }
+    // The request ended: fold this request's estimates into the prior.
+    virtual void fold(DepthPrior& prior) const { (void)prior; }
 };
 
 // "fixed" when !p.adaptive, else p.controller ("profit" or "fringe"). Throws Error on an unknown name.

@@ -10,6 +10,12 @@
 // new request does not re-learn it. Survival beyond the current depth is only seen in explorations, so
 // a controller that settled shallow stayed there on copy runs; two cycles in a row whose draft filled the
 // depth and was wholly accepted now move it one rung up (the fringe controller's edge idea).
+//
+// Requests start from the process's prior (depth_prior.h) instead of from nothing: survival, reach and
+// width are seeded with the prior's values (counted as min_samples samples, so the request's own cycles
+// take over at the EWMA rate), the warm-up is skipped, and the first depth is the best-scoring one under
+// the prior — 0 (off, probing) when no depth beats the baseline. A probe that fills its depth and is
+// wholly accepted turns drafting on at that depth: the prior said off, the request says otherwise.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -46,6 +52,10 @@ public:
         if (base != base_) reset(base);
         // seed the no-speculation baseline first (unless earlier requests did)
         if (n_plain_ < min_samples_ && !cost_->has_baseline(n_past_)) return 0;
+        if (start_pending_) {
+            start_pending_ = false;
+            if (start_from_prior()) warm_done_ = warmup_;
+        }
         if (warm_done_ < warmup_) {
             warm_done_++;
             cur_ = base;
@@ -85,14 +95,69 @@ public:
                 survival_[pos].add(c.n_accepted > pos ? 1.0 : 0.0, alpha_);
                 reach_[pos].add(c.n_drafted > pos ? 1.0 : 0.0, alpha_);
             }
-            if (c.n_drafted > 0) width_.add((double)nodes / c.n_drafted, alpha_);
-            full_streak_ = c.n_drafted >= c.depth && c.n_accepted >= c.depth ? full_streak_ + 1 : 0;
+            for (int pos = 0; pos < d; pos++) own_[pos] = true;
+            if (c.n_drafted > 0) {
+                width_.add((double)nodes / c.n_drafted, alpha_);
+                own_width_ = true;
+            }
+            const bool full = c.n_drafted >= c.depth && c.n_accepted >= c.depth;
+            full_streak_ = full ? full_streak_ + 1 : 0;
+            if (full && cur_ == 0 && warm_done_ >= warmup_) {  // a probe that wholly paid: drafting on
+                cur_ = d;
+                losing_ = full_streak_ = 0;
+            }
         }
         if (c.timed) cost_->add(c.n_past, nodes, c.cycle_ms);
         if (c.depth == 0) n_plain_++;
     }
 
+    void seed(const DepthPrior& prior) override {
+        prior_ = prior;
+        reset(base_);
+    }
+
+    void fold(DepthPrior& prior) const override {
+        std::vector<double> survival(kMaxDepth), reach(kMaxDepth);
+        for (int pos = 0; pos < kMaxDepth; pos++) {
+            survival[pos] = survival_[pos].v;
+            reach[pos] = reach_[pos].v;
+        }
+        prior.fold(survival, reach, own_, own_width_ ? width_.v : -1.0);
+    }
+
 private:
+    // Seeds the estimates from the prior (if it knows anything); the start decision waits for next().
+    void apply_prior() {
+        start_pending_ = false;
+        if (!prior_.known()) return;
+        const auto load = [this](const std::vector<DepthPrior::Stat>& from, std::vector<Ewma>& to) {
+            for (size_t pos = 0; pos < from.size() && pos < to.size(); pos++)
+                if (from[pos].known) to[pos] = Ewma{from[pos].v, min_samples_};
+        };
+        load(prior_.survival(), survival_);
+        load(prior_.reach(), reach_);
+        if (prior_.width().known) width_ = Ewma{prior_.width().v, min_samples_};
+        start_pending_ = true;
+    }
+
+    // The first depth of a seeded request: the best-scoring rung, or 0 if none beats the baseline by
+    // profit_min. False (keep the usual warm-up) when the prior or the cost curve cannot score yet.
+    bool start_from_prior() {
+        int best = -1;
+        double best_score = -1.0;
+        for (int n : rungs()) {
+            const double s = score(n);
+            if (s > best_score) {
+                best_score = s;
+                best = n;
+            }
+        }
+        const double base_score = score(0);
+        if (best < 0 || base_score < 0) return false;
+        cur_ = best > 0 && best_score >= base_score * (1.0 + p_.profit_min) ? best : 0;
+        return true;
+    }
+
     void reset(int base) {
         base_ = base;
         survival_.assign(kMaxDepth, Ewma{});
@@ -101,6 +166,9 @@ private:
         n_plain_ = 0;
         cur_ = std::max(base, 0);
         warm_done_ = off_cycles_ = active_cycles_ = explorations_ = losing_ = full_streak_ = 0;
+        own_.assign(kMaxDepth, false);
+        own_width_ = false;
+        apply_prior();
     }
 
     // {0, 1..8, 10, 12, 14, 16, base} within [0, base], plus the current depth.
@@ -169,6 +237,10 @@ private:
     int n_plain_ = 0;             // plain cycles of this sequence (the baseline is seeded with them)
     int32_t n_past_ = 0;          // the context at the last cycle (the cost curve's bucket)
     int full_streak_ = 0;         // cycles in a row whose draft reached the depth and was all accepted
+    DepthPrior prior_;            // the process's prior at this request's start (seed())
+    bool start_pending_ = false;  // seeded: pick the first depth from the prior at the next next()
+    std::vector<bool> own_;       // [pos]: this request drafted position pos (fold() updates only those)
+    bool own_width_ = false;
 };
 
 }  // namespace

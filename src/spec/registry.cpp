@@ -67,6 +67,12 @@ SpecShared::SpecShared(const SpecParams& params, const Model& target) : params_(
 
 SpecShared::~SpecShared() = default;
 
+DepthPrior& SpecShared::depth_prior(const std::vector<std::string>& types) {
+    std::string key;
+    for (const std::string& t : types) key += (key.empty() ? "" : ",") + t;
+    return priors_.try_emplace(key, params_.depth.prior_weight).first->second;
+}
+
 DrafterShared* SpecShared::get(const std::string& name) const {
     auto it = shared_.find(name);
     return it == shared_.end() ? nullptr : it->second.get();

@@ -39,12 +39,16 @@ public:
     DrafterShared* get(const std::string& name) const;
     // The verify cost curve every sequence's profit controller shares (depth_policy.h).
     const std::shared_ptr<VerifyCostModel>& verify_cost() const { return verify_cost_; }
+    // What the depth policies of earlier requests with these drafter types learnt (depth_prior.h): one
+    // prior per type set, since acceptance is a property of the drafters. The reference stays valid.
+    DepthPrior& depth_prior(const std::vector<std::string>& types);
 
 private:
     SpecParams params_;
     const Model& target_;
     std::map<std::string, std::unique_ptr<DrafterShared>> shared_;
     std::shared_ptr<VerifyCostModel> verify_cost_ = std::make_shared<VerifyCostModel>();
+    std::map<std::string, DepthPrior> priors_;  // key: the type names joined with ','
 };
 
 }  // namespace bee

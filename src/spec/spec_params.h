@@ -28,6 +28,7 @@ struct DepthParams {
     int min_samples = 3;
     int warmup = 0;                    // 0: min_samples
     int baseline_interval = 1024;
+    float prior_weight = 0.3f;         // how far one request moves the per-process prior (0: no prior)
 };
 
 struct SpecParams {

@@ -12,7 +12,8 @@ namespace bee {
 
 Speculator::Speculator(SpecShared& shared) : Speculator(shared, shared.params().types) {}
 
-Speculator::Speculator(SpecShared& shared, const std::vector<std::string>& types) : shared_(shared) {
+Speculator::Speculator(SpecShared& shared, const std::vector<std::string>& types)
+    : shared_(shared), prior_(shared.depth_prior(types)) {
     const SpecParams& p = shared.params();
     for (const std::string& name : types) {
         const DrafterKind* k = find_drafter_kind(name);
@@ -31,6 +32,7 @@ Speculator::Speculator(SpecShared& shared, const std::vector<std::string>& types
 Speculator::~Speculator() = default;
 
 void Speculator::begin(const std::vector<int32_t>& prompt) {
+    policy_->seed(prior_);
     for (size_t i = 0; i < drafters_.size(); i++) {
         const double t0 = time_ms();
         drafters_[i]->begin(prompt);
@@ -57,6 +59,9 @@ const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t 
         return tree_;
     }
     DraftRequest req{history, id_last, depth_, lim.target_temp, lim.p_min_override};
+    const int32_t n_past = (int32_t)history.size();
+    const double plain = shared_.verify_cost()->predict(n_past, 0), one = shared_.verify_cost()->predict(n_past, 1);
+    if (plain > 0 && one > 0) req.row_cost = one / plain - 1.0;
     for (size_t i = 0; i < drafters_.size() && tree_.empty(); i++) {
         const double t0 = time_ms();
         drafters_[i]->draft(req, tree_);
@@ -151,6 +156,7 @@ void Speculator::commit(KvCache& kv, int seq, int32_t pos, const VerifyResult& r
 }
 
 void Speculator::end(const std::vector<int32_t>& output) {
+    policy_->fold(prior_);
     for (const auto& d : drafters_) d->end(output);
 }
 

@@ -80,6 +80,7 @@ private:
     SpecShared& shared_;
     std::vector<std::unique_ptr<Drafter>> drafters_;
     std::unique_ptr<DepthPolicy> policy_;
+    DepthPrior& prior_;  // shared with every request of these types (begin seeds, end folds)
     SpecStats stats_;
     DraftTree tree_;
     int winner_ = -1;     // drafter that produced tree_, -1: none

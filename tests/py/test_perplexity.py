@@ -209,3 +209,21 @@ def test_error_kld_context_mismatch(bee, smollm, smol_base):
     _, base = smol_base
     assert_clean_error(bee("perplexity", "-m", smollm, "--kl-divergence-base", base, "--kl-divergence", "-c", 256),
                        "made with -c 128")
+
+
+def test_kv_rotation_cuts_q4_0_divergence(bee, smollm, smol_base):
+    """q4_0 K/V stored Hadamard-rotated (the default) against plain q4_0 (--kv-rotate off), both against the
+    f16-KV base: the rotation spreads the outlier channels of K over each 64-value head, so the same bytes
+    give a much smaller divergence (measured on these chunks: rotated 0.156, plain 0.475 mean KLD)."""
+    _, base = smol_base
+    kld = {}
+    for rot in ("on", "off"):
+        r = bee("perplexity", "-m", smollm, "--kl-divergence-base", base, "--kl-divergence", "-t", 2,
+                "-ctk", "q4_0", "-ctv", "q4_0", "--kv-rotate", rot)
+        kld[rot] = kld_stats(r)["Mean    KLD"]
+    assert 0 < kld["on"] < 0.6 * kld["off"], kld
+
+
+def test_error_kv_rotate_value(bee, smollm, text):
+    r = bee("perplexity", "-m", smollm, "-f", text, "--kv-rotate", "yes")
+    assert_clean_error(r, "--kv-rotate", "on or off")

@@ -149,7 +149,13 @@ def test_metrics_props_slots(suffix_server):
     assert values["llamacpp:n_drafted_total"] >= values["llamacpp:n_drafted_accepted_total"] > 0
     params = suffix_server.get("/props")[2]["default_generation_settings"]["params"]
     assert params["speculative.type"] == "ngram-simple,suffix" and params["speculative.n_max"] == 16
-    slots = suffix_server.get("/slots")[2]
+    # note: the response reaches the client before the scheduler releases the slot, so poll briefly
+    deadline = time.time() + 5
+    while True:
+        slots = suffix_server.get("/slots")[2]
+        if all(not s["is_processing"] for s in slots) or time.time() > deadline:
+            break
+        time.sleep(0.05)
     assert all(s["speculative.type"] == "none" and not s["speculative"] for s in slots)  # idle slots
 
 

@@ -12,10 +12,12 @@ namespace bee::ref {
 
 namespace {
 
-// One head of type t at p (kv_head_bytes layout) -> head_dim floats.
-void kv_head(GgmlType t, const uint8_t* p, int head_dim, std::vector<float>& out) {
+// One head of type t at p (kv_head_bytes layout) -> head_dim floats; rot > 0: stored rotated in groups
+// of rot (AttentionArgs::k_rot_group), un-rotated here.
+void kv_head(GgmlType t, const uint8_t* p, int head_dim, int rot, std::vector<float>& out) {
     out.resize(kv_padded_dim(t, head_dim));
     quant_traits(t)->dequantize_row(p, out.data(), (int64_t)out.size());
+    for (int g = 0; rot > 0 && g < head_dim; g += rot) turbo_unrotate(out.data() + g, rot);
 }
 
 }  // namespace
@@ -37,7 +39,7 @@ void attention(const AttentionArgs& a) {
             double mx = -INFINITY;
             for (int c = 0; c < n; c++) {
                 const uint8_t* k = a.k + (size_t)cells[c] * a.k_cell_bytes + kvh * k_head_bytes;
-                kv_head(a.k_type, k, d, kv);
+                kv_head(a.k_type, k, d, a.k_rot_group, kv);
                 double dot = 0;
                 for (int i = 0; i < d; i++) dot += (double)q[i] * kv[i];
                 dot *= a.scale;
@@ -53,7 +55,7 @@ void attention(const AttentionArgs& a) {
             o.assign(d, 0.0);
             for (int c = 0; c < n; c++) {
                 const uint8_t* v = a.v + (size_t)cells[c] * a.v_cell_bytes + kvh * v_head_bytes;
-                kv_head(a.v_type, v, d, kv);
+                kv_head(a.v_type, v, d, a.v_rot_group, kv);
                 for (int i = 0; i < d; i++) o[i] += s[c] / sum * kv[i];
             }
             for (int i = 0; i < d; i++) out[i] = (float)o[i];

@@ -4,20 +4,20 @@
 
 namespace bee::avx512 {
 
-// gemm_legacy_avx512.cpp
+// gemm_rows16_avx512.cpp (both layouts)
 extern const GemmKernel kGemmQ4_0, kGemmQ4_1, kGemmQ5_0, kGemmQ5_1, kGemmQ8_0;
+extern const GemmKernel kGemmRows16Q4_0, kGemmRows16Q4_1, kGemmRows16Q5_0, kGemmRows16Q5_1, kGemmRows16Q8_0;
 // gemm_k_avx512.cpp
 extern const GemmKernel kGemmQ4_K, kGemmQ6_K;
-// gemm_rows4_avx512.cpp
-extern const GemmKernel kGemmRows4Q4_0, kGemmRows4Q4_1, kGemmRows4Q5_0, kGemmRows4Q8_0;
 
 const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout) {
-    if (layout == WeightLayout::rows4) {
+    if (layout == WeightLayout::rows16) {
         switch (wtype) {
-            case GgmlType::Q4_0: return &kGemmRows4Q4_0;
-            case GgmlType::Q4_1: return &kGemmRows4Q4_1;
-            case GgmlType::Q5_0: return &kGemmRows4Q5_0;
-            case GgmlType::Q8_0: return &kGemmRows4Q8_0;
+            case GgmlType::Q4_0: return &kGemmRows16Q4_0;
+            case GgmlType::Q4_1: return &kGemmRows16Q4_1;
+            case GgmlType::Q5_0: return &kGemmRows16Q5_0;
+            case GgmlType::Q5_1: return &kGemmRows16Q5_1;
+            case GgmlType::Q8_0: return &kGemmRows16Q8_0;
             default: return nullptr;
         }
     }

@@ -9,6 +9,11 @@
 // nodes best-first below the matched node by path probability, so where earlier text continued in
 // several ways (a paraphrasing model picks one of them) each way is verified in the same batch. The score
 // is again the summed probability (the expected accepted length under the trie's counts).
+//
+// Once the verify cost curve is measured (req.row_cost = s, the cost of a row in plain decodes), a chain
+// or tree also stops where the next node's path probability q no longer pays for its row: q <= s (1 + E)
+// / (1 + s rows), E = the expected tokens so far (recycle.cpp derives the rule). On SmolLM2 on the CPU,
+// s ~ 0.27: a chain ends at a branch of the trie where the text continued differently about as often.
 #include <algorithm>
 #include <cmath>
 #include <queue>
@@ -51,6 +56,7 @@ public:
         seq_.assign(h.end() - std::min((int)h.size(), local_.max_depth()), h.end());
         seq_.push_back(req.id_last);
         const int cap = std::min(n_max(), req.n_max);
+        row_cost_ = std::max(0.0, req.row_cost);
         Candidate best;
         search(local_, cap, best);
         search(g_->trie, cap, best);
@@ -88,7 +94,7 @@ private:
             const int32_t next = trie.best_child(node);
             if (next < 0) break;
             prob *= (double)trie.count(next) / (double)trie.count(node);
-            if (prob < p_.suffix_min_prob) break;
+            if (prob < p_.suffix_min_prob || !pays(prob, c)) break;
             c.tree.add(trie.token(next), c.tree.size() - 1);
             c.score += prob;
             node = next;
@@ -115,14 +121,21 @@ private:
         while (!open.empty() && c.tree.size() < p_.suffix_tree_nodes) {
             const Open o = open.top();
             open.pop();
+            if (!pays(o.prob, c)) break;
             const int idx = c.tree.add(trie.token(o.trie_node), o.parent);
             c.score += o.prob;
             push_children(o.trie_node, o.prob, idx, o.depth);
         }
     }
 
+    // Whether a node of path probability q is worth its verify row after the nodes of c (see the top).
+    bool pays(double q, const Candidate& c) const {
+        return q > row_cost_ * (1.0 + c.score) / (1.0 + row_cost_ * c.tree.size());
+    }
+
     const SpecParams& p_;
     GlobalTrie* g_;
+    double row_cost_ = 0;  // this draft's req.row_cost (0: not measured, no cut)
     SuffixTrie local_;
     int n_seen_ = 0;
     std::vector<int32_t> seq_;

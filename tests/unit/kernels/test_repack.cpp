@@ -22,7 +22,7 @@ using test::all_isas;
 using test::IsaScope;
 using test::random_floats;
 
-const GgmlType kRows4Types[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0};
+const GgmlType kRepackTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0};
 
 // Quantized random weights, or (raw) random bytes, every quant code included, with tame fp16 scales.
 std::vector<uint8_t> make_weights(GgmlType t, int64_t n_out, int64_t n_in, uint32_t seed, bool raw) {
@@ -36,30 +36,30 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t n_out, int64_t n_in, uint3
     for (uint8_t& b : w) b = (uint8_t)rng();
     const size_t blk = ggml_type_info(t).type_size;
     for (size_t off = 0; off < w.size(); off += blk)
-        for (size_t so = 0; so < (t == GgmlType::Q4_1 ? 4u : 2u); so += 2) {  // d (and Q4_1's m)
+        for (size_t so = 0; so < (t == GgmlType::Q4_1 || t == GgmlType::Q5_1 ? 4u : 2u); so += 2) {  // d (and m)
             const fp16_t s = fp32_to_fp16(std::ldexp(1.0f + (rng() % 100) / 100.0f, -(int)(rng() % 8) - 4));
             memcpy(&w[off + so], &s, 2);
         }
     return w;
 }
 
-bool have_rows4() { return cpu_isa_max() >= Isa::avx512; }
+bool have_repacking() { return cpu_isa_max() >= Isa::avx512; }
 
 RepackedWeight repack_on_avx512(GgmlType t, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in) {
     IsaScope scope(Isa::avx512);
     return repack_weight(t, w.data(), n_out, n_in);
 }
 
-// Rows not a multiple of 4 (padding rows), odd block counts (a missing last block of a pair).
+// Rows not a multiple of 16 (padding rows), odd and even block counts.
 TEST(Repack, UnpacksToTheOriginalBytes) {
-    if (!have_rows4()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
-    for (GgmlType t : kRows4Types)
+    if (!have_repacking()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
+    for (GgmlType t : kRepackTypes)
         for (int64_t n_in : {32, 96, 128, 576})
-            for (int64_t n_out : {1, 6, 23}) {
+            for (int64_t n_out : {1, 6, 23, 37}) {
                 const std::vector<uint8_t> w = make_weights(t, n_out, n_in, 3 + (uint32_t)n_in, true);
                 const RepackedWeight r = repack_on_avx512(t, w, n_out, n_in);
-                ASSERT_EQ(r.layout, WeightLayout::rows4) << ggml_type_name(t);
-                ASSERT_EQ(r.bytes, rows4_geometry(t, n_out, n_in).total_bytes());
+                ASSERT_EQ(r.layout, WeightLayout::rows16) << ggml_type_name(t);
+                ASSERT_EQ(r.bytes, rows16_geometry(t, n_out, n_in).total_bytes());
                 const size_t row = ggml_row_size(t, n_in);
                 std::vector<uint8_t> back(row);
                 for (int64_t o = 0; o < n_out; o++) {
@@ -71,11 +71,12 @@ TEST(Repack, UnpacksToTheOriginalBytes) {
 }
 
 // matmul on the repacked copy == matmul on the GGUF bytes, bit for bit, on every ISA; with n_out 21-23
-// and 10-11 tokens every tile shape (1-4 rows × 1-4 tokens) occurs; each token alone == in the batch.
+// and 10-11 tokens ragged tiles (5-7 rows × 2-3 tokens) occur beside full ones; each token alone == in
+// the batch.
 TEST(Repack, MatmulEqualsGgufLayoutBitForBit) {
-    if (!have_rows4()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
+    if (!have_repacking()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
     ThreadPool pool1(1), pool2(2);
-    for (GgmlType t : kRows4Types)
+    for (GgmlType t : kRepackTypes)
         for (int64_t n_in : {32, 96, 576})
             for (int64_t n_out : {21, 22, 23})
                 for (bool raw : {false, true}) {
@@ -102,18 +103,66 @@ TEST(Repack, MatmulEqualsGgufLayoutBitForBit) {
                 }
 }
 
-// The active ISA decides: AVX-512 repacks Q4_0/Q4_1/Q5_0/Q8_0 (and has their tiles), the others keep GGUF rows.
+// Every tile shape of a rows16 tile (1-16 rows × 1-8 tokens, at the start of a group) gives each output
+// exactly what the GGUF-layout 1 × 1 tile gives it.
+TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
+    if (!have_repacking()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
+    IsaScope scope(Isa::avx512);
+    for (GgmlType t : kRepackTypes)
+        for (int64_t n : {32, 160}) {
+            const GemmKernel* packed = gemm_kernel_for(t, WeightLayout::rows16);
+            const GemmKernel* plain = gemm_kernel_for(t);
+            ASSERT_TRUE(packed && plain && packed->locate);
+            const int R = packed->max_rows, C = packed->max_cols;
+            const int64_t n_out = 2 * R;  // the tile of group 1 is checked: locate must find it
+            const std::vector<uint8_t> w = make_weights(t, n_out, n, 70 + (uint32_t)n, false);
+            const RepackedWeight r = repack_weight(t, w.data(), n_out, n);
+            const std::vector<float> x = random_floats(C * n, 12 + (uint32_t)n, -2, 2);
+            const size_t w_row = ggml_row_size(t, n), a_row = packed->prepared_row_bytes(n);
+            std::vector<uint8_t> q(ggml_row_size(packed->act_type, n)), a_buf(a_row * C + 64);
+            uint8_t* a = (uint8_t*)(((uintptr_t)a_buf.data() + 63) & ~(uintptr_t)63);
+            for (int c = 0; c < C; c++) {
+                quant_traits(packed->act_type)->quantize_row(x.data() + c * n, q.data(), n);
+                packed->prepare(q.data(), a + c * a_row, n);
+            }
+            std::vector<float> one(R * C);  // (C, R): rows R..2R-1 one by one, GGUF layout
+            for (int c = 0; c < C; c++)
+                for (int o = 0; o < R; o++)
+                    plain->tile(n, w.data() + (R + o) * w_row, w_row, a + c * a_row, a_row, 1, 1, &one[c * R + o], R);
+            const uint8_t* wt;
+            size_t ws;
+            packed->locate(r.data.get(), n_out, n, R, &wt, &ws);
+            for (int nr = 1; nr <= R; nr++)
+                for (int nc = 1; nc <= C; nc++) {
+                    std::vector<float> y(R * C, NAN);
+                    packed->tile(n, wt, ws, a, a_row, nr, nc, y.data(), R);
+                    for (int c = 0; c < C; c++)
+                        for (int o = 0; o < R; o++) {
+                            if (c < nc && o < nr) {
+                                ASSERT_EQ(0, memcmp(&y[c * R + o], &one[c * R + o], 4))
+                                    << ggml_type_name(t) << " n=" << n << " tile " << nr << "x" << nc << " o=" << o
+                                    << " c=" << c;
+                            } else {
+                                ASSERT_TRUE(std::isnan(y[c * R + o])) << "tile wrote outside " << nr << "x" << nc;
+                            }
+                        }
+                }
+        }
+}
+
+// The active ISA decides: AVX-512 repacks Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 into rows16 (and has their tiles), the
+// others keep GGUF rows.
 TEST(Repack, PreferredLayoutFollowsTheIsa) {
     for (Isa isa : all_isas()) {
         IsaScope scope(isa);
-        for (GgmlType t : kRows4Types) {
-            const bool rows4 = isa >= Isa::avx512;
-            EXPECT_EQ(preferred_layout(t), rows4 ? WeightLayout::rows4 : WeightLayout::gguf) << isa_name(isa);
-            EXPECT_EQ(gemm_kernel_for(t, WeightLayout::rows4) != nullptr, rows4) << isa_name(isa);
+        for (GgmlType t : kRepackTypes) {
+            const bool packs = isa >= Isa::avx512;
+            EXPECT_EQ(preferred_layout(t), packs ? WeightLayout::rows16 : WeightLayout::gguf) << isa_name(isa);
+            EXPECT_EQ(gemm_kernel_for(t, WeightLayout::rows16) != nullptr, packs) << isa_name(isa);
             const std::vector<uint8_t> w = make_weights(t, 4, 64, 1, false);
-            EXPECT_EQ(repack_weight(t, w.data(), 4, 64).data != nullptr, rows4);
+            EXPECT_EQ(repack_weight(t, w.data(), 4, 64).data != nullptr, packs);
         }
-        for (GgmlType t : {GgmlType::F16, GgmlType::Q5_1, GgmlType::Q6_K})
+        for (GgmlType t : {GgmlType::F16, GgmlType::Q4_K, GgmlType::Q6_K})
             EXPECT_EQ(preferred_layout(t), WeightLayout::gguf) << ggml_type_name(t);
     }
 }

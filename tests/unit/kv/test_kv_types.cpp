@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -74,6 +75,41 @@ TEST(KvTypes, WriteReadRoundTripPerHead) {
             EXPECT_FALSE(std::isnan(y[0]));
         }
     }
+}
+
+// TurboQuant V is written with the norm alpha turbo_v_alpha = 1/sqrt(1 - D): the same codes as K, only
+// the block norms differ, and the decoded V rows keep the input's component along itself (projection ~1)
+// where K's, with the spec's plain norm correction, is shrunk to ~sqrt(1 - D).
+TEST(KvTypes, TurboVIsStoredUnshrunk) {
+    const GgmlType types[] = {GgmlType::TURBO2, GgmlType::TURBO3, GgmlType::TURBO4, GgmlType::TURBO3_64,
+                              GgmlType::TURBO2_TCQ, GgmlType::TURBO3_TCQ};
+    std::mt19937 rng(17);
+    std::normal_distribution<float> nd;
+    for (GgmlType t : types) {
+        KvCache kv(heads_params(t, t, 1, 128));
+        const size_t block = ggml_type_info(t).type_size, n_blocks = kv.k_row_bytes() / block;
+        const double alpha = turbo_v_alpha(t);
+        EXPECT_GT(alpha, 1.0) << ggml_type_name(t);
+        double proj_k = 0, proj_v = 0;
+        const int n_rows = 100;
+        std::vector<float> x(128), yk(128), yv(128);
+        for (int r = 0; r < n_rows; r++) {
+            for (float& e : x) e = nd(rng);
+            kv.write_k(0, 0, x.data());
+            kv.write_v(0, 0, x.data());
+            for (size_t b = 0; b < n_blocks; b++)  // same codes; the norms differ by alpha (fp16)
+                ASSERT_EQ(0, memcmp(kv.k_row(0, 0) + b * block + 2, kv.v_row(0, 0) + b * block + 2, block - 2))
+                    << ggml_type_name(t);
+            kv.read_k(0, 0, yk.data());
+            kv.read_v(0, 0, yv.data());
+            double xk = 0, xv = 0, xx = 0;
+            for (int i = 0; i < 128; i++) xk += (double)x[i] * yk[i], xv += (double)x[i] * yv[i], xx += (double)x[i] * x[i];
+            proj_k += xk / xx / n_rows, proj_v += xv / xx / n_rows;
+        }
+        EXPECT_NEAR(proj_v, 1.0, 0.01) << ggml_type_name(t);
+        EXPECT_NEAR(proj_k, 1.0 / alpha, 0.01) << ggml_type_name(t);
+    }
+    EXPECT_EQ(turbo_v_alpha(GgmlType::Q8_0), 1.0f);
 }
 
 TEST(KvTypes, NamesAndErrors) {

@@ -61,6 +61,34 @@ TEST(KvTypesModel, MixedTypesBatchInvariant) {
     }
 }
 
+// A server-like step: one generated row of sequence 0 next to one-row steps and multi-row chunks of
+// other sequences. Attention pre-decodes only the cells that several rows of a call share and reads a
+// lone row's cells in place; sequence 0's logits must not depend on which way they were read.
+TEST(KvTypesModel, LoneRowsNextToChunksBatchInvariant) {
+    const TinyModel& tm = tiny_model("llama");
+    const int nv = tm.cfg.n_vocab;
+    const std::vector<int32_t> toks = tiny_tokens(kN, nv, 34), other = tiny_tokens(3 * kN, nv, 35);
+    for (GgmlType t : {GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_1, GgmlType::TURBO3}) {
+        SCOPED_TRACE(ggml_type_name(t));
+        Engine one(*tm.model, kv_params(1, t, t));
+        const std::vector<float> base = decode_chunks(one, toks, 0, 0, 1);
+        EngineParams p = kv_params(2, t, t);
+        p.n_seq_max = 3;
+        Engine eng(*tm.model, p);
+        Batch b;
+        DecodeOutput out;
+        int32_t pos1 = 0, pos2 = 0;
+        for (int i = 0; i < kN; i++) {
+            b.clear();
+            b.add(toks[i], i, 0, true);
+            b.add(other[pos1], pos1, 1, true), pos1++;  // another lone generated row
+            for (int k = 0; k < (i % 3 == 0 ? 3 : 1); k++) b.add(other[kN + pos2], pos2, 2, true), pos2++;
+            eng.decode(b, out);
+            ASSERT_TRUE(same_bits(out.logits_for_row(0), base.data() + (size_t)i * nv, nv)) << "row " << i;
+        }
+    }
+}
+
 // K protection (spec §6): a turbo K on a small model is kept at q8_0 unless switched off; V is kept.
 TEST(KvTypesModel, FragileKIsProtected) {
     const TinyModel& tm = tiny_model("llama");  // n_embd 64: "small"

@@ -35,8 +35,8 @@ TEST_P(RepackedModel, SameLogitsAsTheGgufLayoutOnEveryIsa) {
     }
     ASSERT_TRUE(plain->weights().repacked.empty());
     ASSERT_FALSE(packed->weights().repacked.empty()) << "nothing was repacked for " << ggml_type_name(cfg.wtype);
-    EXPECT_EQ(packed->weights().layers[0].ffn_down.layout, WeightLayout::rows4);
-    EXPECT_EQ(packed->weights().output.layout, WeightLayout::rows4);
+    EXPECT_EQ(packed->weights().layers[0].ffn_down.layout, WeightLayout::rows16);
+    EXPECT_EQ(packed->weights().output.layout, WeightLayout::rows16);
 
     const std::vector<int32_t> toks = tiny_tokens(12, cfg.n_vocab, 7);
     for (Isa isa : all_isas()) {

@@ -170,18 +170,45 @@ TEST(Recycle, GrowsATreeFromTheTargetsTopCandidates) {
     d->observe(VerifyRows{toks, rows, nv, committed});
     DraftTree t;
     DraftRequest req{std::vector<int32_t>{}, 20, 6, 0.0f};
+    req.row_cost = 0;  // free verify rows: every candidate with a chance of acceptance is drafted
     d->draft(req, t);
-    ASSERT_GE(t.size(), 6);
+    ASSERT_EQ(t.size(), 8);  // 4 successors of 20, 4 of 30 (the others have no row yet)
     EXPECT_FALSE(t.is_chain());
     EXPECT_EQ(t.nodes[0].token, 30);  // root's best candidate first
-    EXPECT_EQ(t.nodes[1].token, 31);
     int below_30 = 0;
     for (const DraftNode& n : t.nodes)
         if (n.parent == 0) {
             EXPECT_GE(n.token, 40);
             below_30++;
         }
-    EXPECT_EQ(below_30, 2);  // template: 2 children at depth 2 below the rank-0 node
+    EXPECT_EQ(below_30, 4);
+}
+
+// Once the verify cost is known, the chain stops where the trie's path probability no longer pays for
+// a row: after "1 2 3" comes 4 every time (q = 1), then 5 only half the time (q = 0.5).
+TEST(Suffix, ChainStopsWhereARowNoLongerPays) {
+    SpecParams p;
+    p.draft_n_max = 8;
+    auto d = make_drafter("suffix", p, target());
+    const std::vector<int32_t> prompt{100, 101, 102, 103, 104, 105, 106, 100, 101, 102, 103, 104, 105, 106,
+                                      100, 101, 102, 103, 104, 108, 108, 100, 101, 102, 103, 104, 109, 109};
+    d->begin(prompt);
+    const std::vector<int32_t> h = concat(prompt, {100, 101, 102});
+    const auto chain = [&](double row_cost) {
+        DraftTree t;
+        DraftRequest req{h, 103, 8, 0.0f};
+        req.row_cost = row_cost;
+        d->draft(req, t);
+        std::vector<int32_t> out;
+        for (const DraftNode& n : t.nodes) out.push_back(n.token);
+        return out;
+    };
+    const std::vector<int32_t> free_rows = chain(-1);  // cost not measured: min_prob alone (0.1)
+    ASSERT_GE(free_rows.size(), 3u);
+    EXPECT_EQ(free_rows[0], 104);
+    EXPECT_EQ(free_rows[1], 105);
+    EXPECT_EQ(chain(0.6), (std::vector<int32_t>{104}));  // 0.5 <= 0.6 (1 + 1) / (1 + 0.6)
+    EXPECT_EQ(chain(0.3).size(), free_rows.size());       // 0.5 > 0.3 (1 + 1) / (1 + 0.3)
 }
 
 TEST(Suffix, LongestFrequentContinuationAndGlobalTree) {

@@ -1,0 +1,273 @@
+// sample/grammar: the pushdown matcher over code points and grammar-constrained sampling (see grammar.h).
+#include "sample/grammar.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+
+namespace bee {
+
+namespace {
+
+// The smallest code point that needs 1 + n bytes (anything smaller written that long is overlong).
+constexpr uint32_t kMinOfLength[4] = {0, 0x80, 0x800, 0x10000};
+
+// Decodes the next UTF-8 lead byte: *bits = its payload, returns the continuation bytes that follow
+// (-1: not a lead byte).
+int utf8_lead(unsigned char c, uint32_t* bits) {
+    if (c < 0x80) return *bits = c, 0;
+    if ((c >> 5) == 6) return *bits = c & 0x1f, 1;
+    if ((c >> 4) == 14) return *bits = c & 0x0f, 2;
+    if ((c >> 3) == 30) return *bits = c & 0x07, 3;
+    return -1;
+}
+
+}  // namespace
+
+bool GrammarElem::matches(uint32_t cp) const {
+    bool in = false;
+    for (const auto& [lo, hi] : ranges) {
+        if (cp >= lo && cp <= hi) {
+            in = true;
+            break;
+        }
+    }
+    return in != negated;
+}
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
+    for (uint32_t alt : g_->rules[g_->root]) expand(Stack{alt}, stacks_);
+    std::sort(stacks_.begin(), stacks_.end());
+    stacks_.erase(std::unique(stacks_.begin(), stacks_.end()), stacks_.end());
+}
+
+// Moves a stack forward until its top is a code point set (or it is empty: the grammar is complete),
+// branching on every alternative of a referenced rule. note: a reference followed by the end of its
+// alternative is replaced rather than stacked (tail call), so right recursion (`x*`) keeps stacks flat.
+void GrammarMatcher::expand(Stack st, std::vector<Stack>& out) const {
+    for (;;) {
+        if (st.empty()) {
+            out.push_back(std::move(st));
+            return;
+        }
+        const GrammarElem& e = g_->elems[st.back()];
+        if (e.kind == GrammarElem::chars) {
+            out.push_back(std::move(st));
+            return;
+        }
+        if (e.kind == GrammarElem::end) {
+            st.pop_back();
+            continue;
+        }
+        const uint32_t next = st.back() + 1;
+        if (g_->elems[next].kind == GrammarElem::end) st.pop_back();
+        else st.back() = next;
+        const std::vector<uint32_t>& alts = g_->rules[e.rule_id];
+        for (size_t i = 0; i + 1 < alts.size(); i++) {
+            Stack branch = st;
+            branch.push_back(alts[i]);
+            expand(std::move(branch), out);
+        }
+        st.push_back(alts.back());
+    }
+}
+
+// Advances every stack by one code point; false if none can take it (stacks unchanged then).
+bool GrammarMatcher::step(std::vector<Stack>& stacks, uint32_t cp) const {
+    std::vector<Stack> next;
+    for (const Stack& st : stacks) {
+        if (st.empty() || !g_->elems[st.back()].matches(cp)) continue;
+        Stack moved = st;
+        moved.back()++;
+        expand(std::move(moved), next);
+    }
+    if (next.empty()) return false;
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    stacks.swap(next);
+    return true;
+}
+
+// Fast path for the vocabulary scan: most tokens fail on their first character, checked without
+// copying any stack.
+bool GrammarMatcher::quick_reject(std::string_view bytes) const {
+    if (partial_left_ > 0 || bytes.empty()) return false;
+    uint32_t cp;
+    const int n = utf8_lead((unsigned char)bytes[0], &cp);
+    if (n != 0) return false;  // multi-byte first characters take the full path
+    for (const Stack& st : stacks_)
+        if (!st.empty() && g_->elems[st.back()].matches(cp)) return false;
+    return true;
+}
+
+bool GrammarMatcher::accept(std::string_view bytes) {
+    std::vector<Stack> stacks = stacks_;
+    uint32_t cp = partial_cp_, min = partial_min_;
+    int left = partial_left_;
+    for (unsigned char c : bytes) {
+        if (left > 0) {
+            if ((c & 0xc0) != 0x80) return false;
+            cp = (cp << 6) | (c & 0x3f);
+            left--;
+        } else {
+            left = utf8_lead(c, &cp);
+            if (left < 0) return false;
+            min = kMinOfLength[left];
+        }
+        if (left > 0) continue;
+        // Overlong forms (0xC1 0xB2 for 'r'), surrogates and values past U+10FFFF are not characters.
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+        if (!step(stacks, cp)) return false;
+    }
+    if (left > 0) {  // ends inside a character: some stack must take a code point with these leading bits
+        const uint32_t lo = std::max(cp << (6 * left), min), hi = (cp << (6 * left)) | ((1u << (6 * left)) - 1);
+        bool any = false;
+        for (const Stack& st : stacks) {
+            if (st.empty()) continue;
+            const GrammarElem& e = g_->elems[st.back()];
+            bool hit = e.negated;  // note: a negated set is assumed to leave something in [lo, hi]
+            for (const auto& [a, b] : e.ranges) hit = hit || (a <= hi && b >= lo);
+            any = any || hit;
+        }
+        if (!any) return false;
+    }
+    stacks_.swap(stacks);
+    partial_min_ = min;
+    partial_cp_ = cp;
+    partial_left_ = left;
+    return true;
+}
+
+bool GrammarMatcher::allows(std::string_view bytes) const {
+    if (quick_reject(bytes)) return false;
+    GrammarMatcher copy = *this;
+    return copy.accept(bytes);
+}
+
+bool GrammarMatcher::can_end() const {
+    if (partial_left_ > 0) return false;
+    return std::any_of(stacks_.begin(), stacks_.end(), [](const Stack& s) { return s.empty(); });
+}
+
+std::vector<uint32_t> GrammarMatcher::state_key() const {
+    std::vector<uint32_t> key = {partial_cp_, (uint32_t)partial_left_, partial_min_};
+    for (const Stack& st : stacks_) {
+        key.push_back(UINT32_MAX);  // separator: no element index is this large
+        key.insert(key.end(), st.begin(), st.end());
+    }
+    return key;
+}
+
+GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> g, std::shared_ptr<const GrammarVocab> vocab)
+    : m_(std::move(g)), vocab_(std::move(vocab)) {}
+
+bool GrammarConstraint::allowed(int32_t id) const {
+    if (id < 0 || (size_t)id >= vocab_->text.size()) return false;
+    if (vocab_->is_eog[id]) return m_.can_end();
+    const std::string& t = vocab_->text[id];
+    return !t.empty() && m_.allows(t);
+}
+
+int32_t GrammarConstraint::sample(Sampler& s, const float* logits) {
+    s.apply(logits);
+    std::vector<TokenProb> dist;
+    double sum = 0;
+    for (const TokenProb& t : s.candidates()) {
+        if (t.p > 0 && allowed(t.id)) {
+            dist.push_back(t);
+            sum += t.p;
+            if (s.params().temp <= 0) break;  // greedy: the best allowed one
+        }
+    }
+    if (dist.empty()) {  // none of the chain's picks fits: mask the vocabulary and run the chain again
+        if (!mask(s, logits)) return -1;
+        s.apply(masked_.data());
+        for (const TokenProb& t : s.candidates()) {
+            if (t.p > 0 && allowed(t.id)) {
+                dist.push_back(t);
+                sum += t.p;
+            }
+        }
+        if (dist.empty()) return -1;
+    }
+    if (dist.size() == 1) return dist[0].id;  // as Sampler::sample: a single survivor needs no draw
+    for (TokenProb& t : dist) t.p = (float)(t.p / sum);
+    return s.draw(dist);
+}
+
+// masked_ = logits with every token the chain must not see at -inf; false if no token is allowed.
+// note: checking a token that the grammar allows costs a few microseconds (a copy of the matcher), so a
+// whole-vocabulary scan inside a JSON string (most tokens allowed) takes ~0.2 s on a 49k vocabulary.
+// When the chain keeps only the best k tokens (greedy: 1; top-k) and no penalty reorders the logits,
+// tokens are checked in descending logit order until k allowed ones are found (or, past the first 1024,
+// all the rest are checked): the chain's result is the same as with the whole vocabulary masked.
+bool GrammarConstraint::mask(const Sampler& s, const float* logits) {
+    const SamplingParams& p = s.params();
+    const size_t n = (size_t)s.n_vocab();
+    constexpr float kOff = -std::numeric_limits<float>::infinity();
+    masked_.resize(n);
+    const bool penalties = p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+    const size_t want = p.temp <= 0 ? 1 : p.top_k > 0 ? (size_t)p.top_k : 0;
+    if (penalties || want == 0) {
+        const std::vector<uint8_t>& ok = allowed_all();
+        bool any = false;
+        for (size_t i = 0; i < n; i++) {
+            masked_[i] = ok[i] ? logits[i] : kOff;
+            any = any || ok[i];
+        }
+        return any;
+    }
+    std::fill(masked_.begin(), masked_.end(), kOff);
+    order_.resize(n);
+    for (size_t i = 0; i < n; i++) order_[i] = (int32_t)i;
+    auto higher = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+    constexpr size_t kSortedScan = 1024;  // past this, allowed tokens are rare: check the rest unsorted
+    size_t found = 0, done = 0;
+    while (found < want && done < std::min(n, kSortedScan)) {  // sort a growing prefix, check it in order
+        const size_t next = std::min(n, std::max<size_t>(64, done * 4));
+        const auto first = order_.begin() + (std::ptrdiff_t)done, last = order_.begin() + (std::ptrdiff_t)next;
+        std::nth_element(first, last - 1, order_.end(), higher);  // note: O(n) per round, then sort the chunk
+        std::sort(first, last, higher);
+        for (size_t i = done; i < next && found < want; i++) {
+            const int32_t id = order_[i];
+            if (allowed(id)) {
+                masked_[id] = logits[id];
+                found++;
+            }
+        }
+        done = next;
+    }
+    if (found < want) {  // every token of the sorted prefix was checked; the rest all go to the chain
+        const std::vector<uint8_t>& ok = allowed_all();
+        for (size_t i = done; i < n; i++) {
+            const int32_t id = order_[i];
+            if (ok[id]) {
+                masked_[id] = logits[id];
+                found++;
+            }
+        }
+    }
+    return found > 0;
+}
+
+// allowed() for every token, cached per matcher state (at most 32 states kept: a grammar's repeating
+// states are few, and each verdict is n_vocab bytes).
+const std::vector<uint8_t>& GrammarConstraint::allowed_all() {
+    std::vector<uint32_t> key = m_.state_key();
+    auto it = verdicts_.find(key);
+    if (it != verdicts_.end()) return it->second;
+    if (verdicts_.size() >= 32) verdicts_.clear();
+    std::vector<uint8_t> ok(vocab_->text.size());
+    for (size_t i = 0; i < ok.size(); i++) ok[i] = allowed((int32_t)i) ? 1 : 0;
+    return verdicts_.emplace(std::move(key), std::move(ok)).first->second;
+}
+
+bool GrammarConstraint::accept(int32_t id) {
+    if (id < 0 || (size_t)id >= vocab_->text.size()) return false;
+    if (vocab_->is_eog[id]) return m_.can_end();
+    return m_.accept(vocab_->text[id]);
+}
+
+}  // namespace bee

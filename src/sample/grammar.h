@@ -1,0 +1,106 @@
+// sample/grammar: GBNF grammars (llama.cpp's syntax, parsed in grammar_parse.cpp) as rules over Unicode
+// code points, a pushdown matcher that follows generated text through them, and constrained sampling:
+// only tokens whose text keeps the output inside the grammar may be drawn; end-of-generation tokens only
+// once the grammar is complete.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sample/sampler.h"
+
+namespace bee {
+
+// One element of a rule alternative. Literals become one `chars` element per code point.
+struct GrammarElem {
+    enum Kind : uint8_t { chars, rule, end };  // end: closes an alternative
+    Kind kind = end;
+    bool negated = false;                              // chars: matches what is NOT in ranges
+    uint32_t rule_id = 0;                              // rule: the referenced rule
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;  // chars: inclusive code point ranges
+    bool matches(uint32_t cp) const;
+};
+
+struct Grammar {
+    // note: every alternative is a run of elements ending with an `end` element, all in one array, so
+    // a matcher position is a single index.
+    std::vector<GrammarElem> elems;
+    std::vector<std::vector<uint32_t>> rules;  // rule id -> first element of each alternative
+    std::vector<std::string> names;            // rule id -> name (generated helpers: "name_N")
+    uint32_t root = 0;
+
+    // Parses GBNF text (rules `name ::= ...`, alternatives `|`, literals "..." with \n \t \r \\ \" \xHH
+    // \uHHHH \UHHHHHHHH escapes, classes [a-z] [^...], `.`, groups ( ), postfix * + ? {m} {m,} {m,n},
+    // # comments). Throws Error with line:column, what is wrong and how to fix it; also for an undefined
+    // rule, a missing `root`, and left recursion (which a pushdown matcher cannot follow).
+    static std::shared_ptr<const Grammar> parse(std::string_view text);
+};
+
+// Where the generated text stands in a grammar: the set of pushdown stacks still alive. Copyable.
+class GrammarMatcher {
+public:
+    explicit GrammarMatcher(std::shared_ptr<const Grammar> g);
+
+    // Advances by UTF-8 bytes (a token's text; it may end inside a character). Returns false, leaving
+    // the state unchanged, if the text cannot continue the output.
+    bool accept(std::string_view bytes);
+    // Whether accept(bytes) would succeed, without changing the state.
+    bool allows(std::string_view bytes) const;
+    // The output so far is a complete sentence of the grammar.
+    bool can_end() const;
+    // Identifies the state: equal keys allow exactly the same continuations (the stacks, flattened).
+    std::vector<uint32_t> state_key() const;
+
+private:
+    using Stack = std::vector<uint32_t>;  // element indices; the back is the next element to match
+    void expand(Stack st, std::vector<Stack>& out) const;
+    bool step(std::vector<Stack>& stacks, uint32_t cp) const;
+    bool quick_reject(std::string_view bytes) const;
+
+    std::shared_ptr<const Grammar> g_;
+    std::vector<Stack> stacks_;  // every top is a `chars` element, or the stack is empty (complete)
+    uint32_t partial_cp_ = 0;    // bits of a character whose UTF-8 bytes are not all seen yet
+    int partial_left_ = 0;       // continuation bytes still expected
+    uint32_t partial_min_ = 0;   // smallest code point its length may encode (shorter forms are overlong)
+};
+
+// Each token's text as the grammar sees it, built once per model by the caller (sample/ does not know
+// the tokenizer). Empty text (control tokens): never allowed, except end-of-generation tokens.
+struct GrammarVocab {
+    std::vector<std::string> text;  // (n_vocab) decoded bytes of each token
+    std::vector<uint8_t> is_eog;    // (n_vocab) 1: ends the generation (allowed once the grammar can end)
+};
+
+// Constrained sampling for one generation.
+class GrammarConstraint {
+public:
+    GrammarConstraint(std::shared_ptr<const Grammar> g, std::shared_ptr<const GrammarVocab> vocab);
+
+    bool allowed(int32_t id) const;
+    // Samples with `s` among the allowed tokens only. note: the sampler's chain runs first and its
+    // candidates are filtered (cheap: greedy checks one token in the common case); only if none of them
+    // is allowed are all disallowed logits set to -inf and the chain run again. Returns -1 if no token
+    // at all is allowed (the grammar cannot be continued with this vocabulary).
+    int32_t sample(Sampler& s, const float* logits);
+    // Records the token drawn (or forced); false if the grammar rejects it.
+    bool accept(int32_t id);
+    bool can_end() const { return m_.can_end(); }
+
+private:
+    bool mask(const Sampler& s, const float* logits);
+    const std::vector<uint8_t>& allowed_all();
+
+    GrammarMatcher m_;
+    std::shared_ptr<const GrammarVocab> vocab_;
+    std::vector<float> masked_;   // (n_vocab) the logits with disallowed tokens at -inf
+    std::vector<int32_t> order_;  // (n_vocab) token ids, a growing prefix sorted by descending logit
+    // Whole-vocabulary verdicts per matcher state. note: inside a JSON string or a `[a-z]*` run the state
+    // is the same after every token, so the ~0.2 s scan of a state with many allowed tokens is paid once.
+    std::map<std::vector<uint32_t>, std::vector<uint8_t>> verdicts_;
+};
+
+}  // namespace bee

@@ -1,0 +1,196 @@
+# tests/server/test_grammar: constrained output (GBNF `grammar`, `json_schema`, `response_format`),
+# forced tool calls (tool_choice "required" / a named function) and n > 1 choices, on SmolLM2 through the
+# openai client and raw HTTP. The outputs are real model outputs: the grammar only masks tokens, so every
+# check below would fail if the mask were not applied (SmolLM2 does not answer in these shapes unasked).
+import json
+import re
+
+import openai
+import pytest
+
+from conftest import http
+
+ASK = [{"role": "user", "content": "Describe a cat called Tom, aged 3, in a few words."}]
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url("/v1"), api_key="none")
+
+
+def test_grammar_forces_a_pattern_native(server):
+    grammar = 'root ::= ("yes" | "no") "." '
+    status, _, r = server.post("/completion", {"prompt": "Is the sky green? Answer:", "grammar": grammar,
+                                               "n_predict": 16, "temperature": 0})
+    assert status == 200, r
+    assert r["content"] in ("yes.", "no."), r["content"]
+    assert r["stop_type"] == "eos"  # the grammar was complete, so only end-of-generation was allowed
+
+
+def test_grammar_on_oai_completions_with_sampling(client):
+    grammar = 'root ::= "(" [0-9]{3} ") " [0-9]{3} "-" [0-9]{4}'
+    for seed in (1, 2, 3):
+        r = client.completions.create(model="m", prompt="My phone number is", max_tokens=32, temperature=1.0,
+                                      seed=seed, extra_body={"grammar": grammar})
+        assert re.fullmatch(r"\(\d{3}\) \d{3}-\d{4}", r.choices[0].text), r.choices[0].text
+        assert r.choices[0].finish_reason == "stop"
+
+
+def test_json_object_output_parses(client):
+    r = client.chat.completions.create(model="m", messages=ASK, max_tokens=200, temperature=0,
+                                       response_format={"type": "json_object"})
+    assert r.choices[0].finish_reason == "stop", r.choices[0].message.content
+    assert isinstance(json.loads(r.choices[0].message.content), dict)
+
+
+SCHEMA = {"type": "object",
+          "properties": {"name": {"type": "string", "maxLength": 12},
+                         "age": {"type": "integer"},
+                         "mood": {"enum": ["happy", "sleepy", "grumpy"]},
+                         "toys": {"type": "array", "items": {"type": "string", "maxLength": 10}, "maxItems": 2}},
+          "required": ["name", "age", "mood"], "additionalProperties": False}
+
+
+def check_schema(v):
+    """SCHEMA validated by hand (the jsonschema package is not a test dependency)."""
+    assert isinstance(v, dict) and set(v) <= {"name", "age", "mood", "toys"} and {"name", "age", "mood"} <= set(v), v
+    assert isinstance(v["name"], str) and len(v["name"]) <= 12
+    assert isinstance(v["age"], int) and not isinstance(v["age"], bool)
+    assert v["mood"] in ("happy", "sleepy", "grumpy")
+    if "toys" in v:
+        assert isinstance(v["toys"], list) and len(v["toys"]) <= 2
+        assert all(isinstance(t, str) and len(t) <= 10 for t in v["toys"])
+
+
+def test_json_schema_output_validates(client, server):
+    r = client.chat.completions.create(
+        model="m", messages=ASK, max_tokens=120, temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "cat", "schema": SCHEMA, "strict": True}})
+    check_schema(json.loads(r.choices[0].message.content))
+    # llama-server's own field, with sampling
+    status, _, body = server.post("/completion", {"prompt": "A cat as JSON:", "json_schema": SCHEMA, "n_predict": 120,
+                                                  "temperature": 0.8, "seed": 7})
+    assert status == 200, body
+    check_schema(json.loads(body["content"]))
+
+
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"]}}},
+    {"type": "function", "function": {
+        "name": "get_time", "description": "Current time in a time zone",
+        "parameters": {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"]}}}]
+
+
+def test_tool_choice_required_yields_tool_calls(client):
+    msgs = [{"role": "user", "content": "What is the weather in Paris?"}]
+    r = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS, tool_choice="required",
+                                       max_tokens=80, temperature=0)
+    c = r.choices[0]
+    assert c.finish_reason == "tool_calls", c.message.content
+    call = c.message.tool_calls[0]
+    assert call.function.name in ("get_weather", "get_time")
+    args = json.loads(call.function.arguments)
+    assert set(args) == ({"city"} if call.function.name == "get_weather" else {"zone"})
+    # a named function: that one, with its own argument schema
+    r = client.chat.completions.create(model="m", messages=msgs, tools=TOOLS, max_tokens=80, temperature=0,
+                                       tool_choice={"type": "function", "function": {"name": "get_time"}})
+    call = r.choices[0].message.tool_calls[0]
+    assert call.function.name == "get_time"
+    assert json.loads(call.function.arguments)["zone"] in ("UTC", "CET")
+    # streaming: the forced call arrives as a tool_calls delta
+    deltas, finish = [], None
+    for chunk in client.chat.completions.create(model="m", messages=msgs, tools=TOOLS, tool_choice="required",
+                                                max_tokens=80, temperature=0, stream=True):
+        for c in chunk.choices:
+            deltas += c.delta.tool_calls or []
+            finish = c.finish_reason or finish
+    assert finish == "tool_calls" and deltas[0].function.name in ("get_weather", "get_time")
+    json.loads(deltas[0].function.arguments)
+
+
+def test_n_choices_chat_and_stream(client):
+    msgs = [{"role": "user", "content": "Say hello."}]
+    r = client.chat.completions.create(model="m", messages=msgs, max_tokens=8, temperature=0, n=2)
+    assert [c.index for c in r.choices] == [0, 1]
+    assert r.choices[0].message.content == r.choices[1].message.content  # greedy: the same text twice
+    one = client.chat.completions.create(model="m", messages=msgs, max_tokens=8, temperature=0)
+    assert r.usage.completion_tokens == 2 * one.usage.completion_tokens  # summed over the choices
+    assert r.usage.prompt_tokens == one.usage.prompt_tokens              # the prompt counted once
+    sampled = client.chat.completions.create(model="m", messages=msgs, max_tokens=12, temperature=1.5, n=3, seed=5)
+    assert len({c.message.content for c in sampled.choices}) > 1  # seed + i: the choices differ
+    again = client.chat.completions.create(model="m", messages=msgs, max_tokens=12, temperature=1.5, n=3, seed=5)
+    assert [c.message.content for c in again.choices] == [c.message.content for c in sampled.choices]
+    text, finish = {0: "", 1: ""}, {}
+    for chunk in client.chat.completions.create(model="m", messages=msgs, max_tokens=8, temperature=0, n=2, stream=True,
+                                                stream_options={"include_usage": True}):
+        for c in chunk.choices:
+            text[c.index] += c.delta.content or ""
+            if c.finish_reason:
+                finish[c.index] = c.finish_reason
+        if chunk.usage:
+            assert chunk.usage.completion_tokens == r.usage.completion_tokens
+    assert text == {0: r.choices[0].message.content, 1: r.choices[1].message.content}
+    assert set(finish) == {0, 1}
+
+
+def test_n_choices_completions(client, server):
+    r = client.completions.create(model="m", prompt="Once upon a time", max_tokens=6, temperature=0, n=2)
+    assert [c.index for c in r.choices] == [0, 1] and r.choices[0].text == r.choices[1].text
+    assert r.usage.completion_tokens == 12
+    status, _, body = server.post("/completion", {"prompt": "Once upon a time", "n_predict": 6, "temperature": 0, "n": 2})
+    assert status == 200 and [b["index"] for b in body] == [0, 1] and body[0]["content"] == r.choices[0].text
+
+
+@pytest.mark.parametrize("body,needle", [
+    ({"grammar": 'root ::= "a'}, "line 1, column 10: unterminated string literal"),
+    ({"grammar": "root ::= item"}, "undefined rule 'item'"),
+    ({"grammar": "root ::= \"a\"", "json_schema": {"type": "string"}}, "Cannot use both json_schema and grammar"),
+    ({"json_schema": {"type": "string", "pattern": "^a+$"}}, "unsupported keyword 'pattern'"),
+    ({"response_format": {"type": "xml"}}, "'response_format' must be"),
+    ({"n": 17}, "'n' is 17 but must be in [1, 16]"),
+    ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "'nope', which is not in 'tools'"),
+    ({"tool_choice": "required"}, "needs a non-empty 'tools' list"),
+])
+def test_bad_constraints_are_400(server, body, needle):
+    status, _, r = server.post("/v1/chat/completions", {"messages": ASK, "max_tokens": 4, **body})
+    assert status == 400, r
+    assert needle in r["error"]["message"], r["error"]["message"]
+    assert r["error"]["type"] == "invalid_request_error"
+
+
+def test_constrained_requests_do_not_speculate():
+    """A grammar turns drafting off for its request (drafts would bypass the mask); others still draft."""
+    from conftest import Server
+    s = Server("-c", "1024", "-np", "1", "--spec-type", "suffix")
+    try:
+        prompt = "one two three four five six. " * 6 + "one two"
+        body = {"prompt": prompt, "n_predict": 24, "temperature": 0, "ignore_eos": True}
+        status, _, free = s.post("/completion", body)
+        assert status == 200 and free["timings"].get("draft_n", 0) > 0, free["timings"]
+        status, _, con = s.post("/completion", {**body, "grammar": "root ::= [a-z .]+"})
+        assert status == 200 and "draft_n" not in con["timings"], con["timings"]
+        # greedy: the same text as long as the model's own choice fits the grammar (up to its last word)
+        fits = re.match(r"[a-z .]*", free["content"]).group(0)
+        assert len(fits) > 10 and con["content"].startswith(fits[:fits.rfind(" ")]), (fits, con["content"])
+        assert re.fullmatch(r"[a-z .]+", con["content"])
+    finally:
+        s.stop()
+
+
+def test_tool_choice_required_hermes_parallel():
+    """In the Hermes format the grammar allows several <tool_call> blocks; SmolLM2, asked about two
+    cities, writes two calls that the parser returns."""
+    from conftest import Server
+    from test_tools import HERMES_TEMPLATE
+    s = Server("-c", "1024", "-np", "1", "--chat-template", HERMES_TEMPLATE)
+    try:
+        c = openai.OpenAI(base_url=s.url("/v1"), api_key="none")
+        r = c.chat.completions.create(model="m", messages=[{"role": "user", "content": "What is the weather in Paris and in Rome?"}],
+                                      tools=TOOLS, tool_choice="required", max_tokens=120, temperature=0)
+        calls = r.choices[0].message.tool_calls
+        assert r.choices[0].finish_reason == "tool_calls"
+        assert [(x.function.name, json.loads(x.function.arguments)) for x in calls] == [
+            ("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})]
+    finally:
+        s.stop()
