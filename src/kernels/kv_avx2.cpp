@@ -222,15 +222,23 @@ inline __m256 reduce8(const __m256* v) {
 
 // NH query heads (q: NH x dk) against nt cells, 8 cells at a time: per cell one accumulator per head
 // (fma over dk in element order, each K chunk loaded once for all heads), then reduce8.
-template <class L, int NH>
-void score_heads(const L& ld, const float* q, int dk, const uint8_t* const* heads, int nt, float* s) {
+// DK > 0: the head width is a compile-time constant (64, 128, 256), so the loop over it unrolls and the
+// NH accumulators stay in registers, as kv_avx512.cpp explains; same operations in the same order.
+template <class L, int NH, int DK = 0>
+void score_heads(const L& ld, const float* q, int dk_rt, const uint8_t* const* heads, int nt, float* s) {
+    const int dk = DK > 0 ? DK : dk_rt;
     for (int c0 = 0; c0 < nt; c0 += 8) {
         const int ng = nt - c0 < 8 ? nt - c0 : 8;
         __m256 part[NH][8];
         for (int c = 0; c < 8; c++) {
             __m256 acc[NH];
             for (int i = 0; i < NH; i++) acc[i] = _mm256_setzero_ps();
-            for (int e = 0; c < ng && e < dk; e += 8) {
+            if (c >= ng) {
+                for (int i = 0; i < NH; i++) part[i][c] = acc[i];
+                continue;
+            }
+            #pragma GCC unroll 32
+            for (int e = 0; e < dk; e += 8) {
                 const int rem = dk - e;
                 const __m256 k = ld.load(heads[c0 + c], e, rem);
                 for (int i = 0; i < NH; i++) {
@@ -250,17 +258,27 @@ void score_heads(const L& ld, const float* q, int dk, const uint8_t* const* head
     }
 }
 
+template <class L, int DK>
+void score_heads_n(const L& ld, int nh, const float* qi, int dk, const uint8_t* const* heads, int nt, float* si) {
+    switch (nh) {
+        case 1: score_heads<L, 1, DK>(ld, qi, dk, heads, nt, si); break;
+        case 2: score_heads<L, 2, DK>(ld, qi, dk, heads, nt, si); break;
+        case 3: score_heads<L, 3, DK>(ld, qi, dk, heads, nt, si); break;
+        default: score_heads<L, 4, DK>(ld, qi, dk, heads, nt, si); break;
+    }
+}
+
 template <class L>
 void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int nt, float* s) {
     const L ld;
     for (int i0 = 0; i0 < nh; i0 += 4) {  // at most 4 heads per pass: accumulators stay in registers
         const float* qi = q + (size_t)i0 * dk;
         float* si = s + i0 * kAttnTile;
-        switch (nh - i0) {
-            case 1: score_heads<L, 1>(ld, qi, dk, heads, nt, si); break;
-            case 2: score_heads<L, 2>(ld, qi, dk, heads, nt, si); break;
-            case 3: score_heads<L, 3>(ld, qi, dk, heads, nt, si); break;
-            default: score_heads<L, 4>(ld, qi, dk, heads, nt, si); break;
+        switch (dk) {
+            case 64: score_heads_n<L, 64>(ld, nh - i0, qi, dk, heads, nt, si); break;
+            case 128: score_heads_n<L, 128>(ld, nh - i0, qi, dk, heads, nt, si); break;
+            case 256: score_heads_n<L, 256>(ld, nh - i0, qi, dk, heads, nt, si); break;
+            default: score_heads_n<L, 0>(ld, nh - i0, qi, dk, heads, nt, si); break;
         }
     }
 }
@@ -269,20 +287,28 @@ void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int
 // e0); each V chunk is loaded once per cell for all heads.
 template <class L, int NH, int NV>
 void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* p, const uint8_t* const* heads, int nt) {
+    // note: the unroll pragmas keep a[][] in registers (without them GCC kept them in memory)
     const int rem = dv - e0;
     const __m256i m = tail_mask(rem < 8 ? rem : 8);
     __m256 a[NH][NV];
+    #pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
+        #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) a[i][v] = _mm256_maskload_ps(acc + (size_t)i * dv + e0 + 8 * v, m);
     for (int c = 0; c < nt; c++) {
         __m256 x[NV];
+        #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) x[v] = ld.load(heads[c], e0 + 8 * v, rem - 8 * v);
+        #pragma GCC unroll 4
         for (int i = 0; i < NH; i++) {
             const __m256 w = _mm256_set1_ps(p[i * kAttnTile + c]);
+            #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) a[i][v] = _mm256_fmadd_ps(w, x[v], a[i][v]);
         }
     }
+    #pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
+        #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) _mm256_maskstore_ps(acc + (size_t)i * dv + e0 + 8 * v, m, a[i][v]);
 }
 

@@ -147,15 +147,24 @@ inline __m512 reduce16(const __m512* v) {
 
 // NH query heads (q: NH x dk) against nt cells, 16 cells at a time: per cell one accumulator per head
 // (fma over dk in element order, each K chunk loaded once for all heads), then reduce16.
-template <class L, int NH>
-void score_heads(const L& ld, const float* q, int dk, const uint8_t* const* heads, int nt, float* s) {
+// DK > 0: the head width is a compile-time constant (64, 128, 256), so the loops over it unroll and
+// the NH accumulators stay in registers (with a run-time width GCC kept them in memory, one store and
+// reload per 16 values); the operations and their order are the same either way.
+template <class L, int NH, int DK = 0>
+void score_heads(const L& ld, const float* q, int dk_rt, const uint8_t* const* heads, int nt, float* s) {
+    const int dk = DK > 0 ? DK : dk_rt;
     for (int c0 = 0; c0 < nt; c0 += 16) {
         const int ng = nt - c0 < 16 ? nt - c0 : 16;
         __m512 part[NH][16];
         for (int c = 0; c < 16; c++) {
             __m512 acc[NH];
             for (int i = 0; i < NH; i++) acc[i] = _mm512_setzero_ps();
-            for (int e0 = 0; c < ng && e0 < dk; e0 += L::kBlock) {
+            if (c >= ng) {
+                for (int i = 0; i < NH; i++) part[i][c] = acc[i];
+                continue;
+            }
+            #pragma GCC unroll 16
+            for (int e0 = 0; e0 < dk; e0 += L::kBlock) {
                 const __m512 sc = ld.scale(heads[c0 + c], e0);
                 for (int e = e0; e < e0 + L::kBlock && e < dk; e += 16) {
                     const __mmask16 m = tail16(dk - e);
@@ -170,17 +179,27 @@ void score_heads(const L& ld, const float* q, int dk, const uint8_t* const* head
     }
 }
 
+template <class L, int DK>
+void score_heads_n(const L& ld, int nh, const float* qi, int dk, const uint8_t* const* heads, int nt, float* si) {
+    switch (nh) {
+        case 1: score_heads<L, 1, DK>(ld, qi, dk, heads, nt, si); break;
+        case 2: score_heads<L, 2, DK>(ld, qi, dk, heads, nt, si); break;
+        case 3: score_heads<L, 3, DK>(ld, qi, dk, heads, nt, si); break;
+        default: score_heads<L, 4, DK>(ld, qi, dk, heads, nt, si); break;
+    }
+}
+
 template <class L>
 void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int nt, float* s) {
     const L ld;
     for (int i0 = 0; i0 < nh; i0 += 4) {  // at most 4 heads per pass: accumulators stay in registers
         const float* qi = q + (size_t)i0 * dk;
         float* si = s + i0 * kAttnTile;
-        switch (nh - i0) {
-            case 1: score_heads<L, 1>(ld, qi, dk, heads, nt, si); break;
-            case 2: score_heads<L, 2>(ld, qi, dk, heads, nt, si); break;
-            case 3: score_heads<L, 3>(ld, qi, dk, heads, nt, si); break;
-            default: score_heads<L, 4>(ld, qi, dk, heads, nt, si); break;
+        switch (dk) {
+            case 64: score_heads_n<L, 64>(ld, nh - i0, qi, dk, heads, nt, si); break;
+            case 128: score_heads_n<L, 128>(ld, nh - i0, qi, dk, heads, nt, si); break;
+            case 256: score_heads_n<L, 256>(ld, nh - i0, qi, dk, heads, nt, si); break;
+            default: score_heads_n<L, 0>(ld, nh - i0, qi, dk, heads, nt, si); break;
         }
     }
 }
@@ -189,25 +208,34 @@ void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int
 // once per cell for all heads.
 template <class L, int NH, int NV>
 void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* p, const uint8_t* const* heads, int nt) {
+    // note: the unroll pragmas keep a[][] in registers (without them GCC kept the accumulators in memory)
     __mmask16 m[NV];
+    #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) m[v] = tail16(dv - e0 - 16 * v);
     __m512 a[NH][NV];
+    #pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
+        #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) a[i][v] = _mm512_maskz_loadu_ps(m[v], acc + (size_t)i * dv + e0 + 16 * v);
     for (int c = 0; c < nt; c++) {
         __m512 x[NV];
         // one scale for the chunk when a block covers it (TurboQuant), else one per vector
         __m512 sc = ld.scale(heads[c], e0);
+        #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             if (L::kBlock < 16 * NV && v > 0) sc = ld.scale(heads[c], e0 + 16 * v);
             x[v] = ld.load(heads[c], e0 + 16 * v, m[v], sc);
         }
+        #pragma GCC unroll 4
         for (int i = 0; i < NH; i++) {
             const __m512 w = _mm512_set1_ps(p[i * kAttnTile + c]);
+            #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) a[i][v] = _mm512_fmadd_ps(w, x[v], a[i][v]);
         }
     }
+    #pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
+        #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(acc + (size_t)i * dv + e0 + 16 * v, m[v], a[i][v]);
 }
 
