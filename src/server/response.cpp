@@ -58,6 +58,16 @@ TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::
     return std::move(run_tasks(ctx, req, {task})[0]);
 }
 
+std::function<std::vector<Json>(const std::vector<FinishInfo>&)> usage_after_all(Json empty_chunk) {
+    return [empty_chunk = std::move(empty_chunk)](const std::vector<FinishInfo>& fs) {
+        const FinishInfo f = merge_finish(fs);
+        Json u = empty_chunk;
+        u["usage"] = usage_json(f);
+        u["timings"] = timings_json(f);
+        return std::vector<Json>{u};
+    };
+}
+
 FinishInfo merge_finish(const std::vector<FinishInfo>& fs) {
     FinishInfo m = fs.at(0);
     for (size_t i = 1; i < fs.size(); i++) {

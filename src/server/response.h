@@ -63,6 +63,10 @@ void stream_tasks(ServerContext& ctx, httplib::Response& res, std::vector<std::s
                   std::vector<StreamFormat> fmts,
                   std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all = {});
 
+// The `after_all` of an n-choice OpenAI stream that asked for usage: one chunk (`empty_chunk`, a chunk
+// with empty choices) carrying the merged usage and timings.
+std::function<std::vector<Json>(const std::vector<FinishInfo>&)> usage_after_all(Json empty_chunk);
+
 // "chatcmpl-" / "cmpl-" followed by random hex.
 std::string random_id(const char* prefix);
 

@@ -249,13 +249,7 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
     for (int i = 0; i < n; i++) fmts.push_back(chat_stream_format(ctx, id, created, tools, g.want_logprobs, i, include_usage && n == 1));
     std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
     if (include_usage && n > 1)  // one usage chunk for all the choices
-        after_all = [&ctx, id, created](const std::vector<FinishInfo>& fs) {
-            const FinishInfo f = merge_finish(fs);
-            Json u = chat_chunk(ctx, id, created, Json::array());
-            u["usage"] = usage_json(f);
-            u["timings"] = timings_json(f);
-            return std::vector<Json>{u};
-        };
+        after_all = usage_after_all(chat_chunk(ctx, id, created, Json::array()));
     stream_tasks(ctx, res, std::move(tasks), std::move(fmts), std::move(after_all));
 }
 
