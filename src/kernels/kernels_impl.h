@@ -35,6 +35,28 @@ struct KvOps {
 // Ops for KV type t on the active ISA (supported == false: not a KV type).
 KvOps kv_ops_for(GgmlType t);
 
+// The SIMD tile kernels' compile-time shape for one pass of nh query heads: calls
+// f.template operator()<NH, DK>() with NH = nh (1..4: the accumulators of 4 heads fit the registers) and
+// DK = dk when it is 64, 128 or 256 (the loops over the head width unroll, so the accumulators stay in
+// registers), else 0 (a run-time width). The arithmetic is the same for every shape.
+template <class F>
+void with_tile_shape(int nh, int dk, F&& f) {
+    auto heads = [&]<int DK>() {
+        switch (nh) {
+            case 1: f.template operator()<1, DK>(); break;
+            case 2: f.template operator()<2, DK>(); break;
+            case 3: f.template operator()<3, DK>(); break;
+            default: f.template operator()<4, DK>(); break;
+        }
+    };
+    switch (dk) {
+        case 64: heads.template operator()<64>(); break;
+        case 128: heads.template operator()<128>(); break;
+        case 256: heads.template operator()<256>(); break;
+        default: heads.template operator()<0>(); break;
+    }
+}
+
 // The tile kernels on f32 heads (heads[c] points at dk / dv floats).
 struct AttnMath {
     KvScoreFn score;

@@ -179,29 +179,13 @@ void score_heads(const L& ld, const float* q, int dk_rt, const uint8_t* const* h
     }
 }
 
-template <class L, int DK>
-void score_heads_n(const L& ld, int nh, const float* qi, int dk, const uint8_t* const* heads, int nt, float* si) {
-    switch (nh) {
-        case 1: score_heads<L, 1, DK>(ld, qi, dk, heads, nt, si); break;
-        case 2: score_heads<L, 2, DK>(ld, qi, dk, heads, nt, si); break;
-        case 3: score_heads<L, 3, DK>(ld, qi, dk, heads, nt, si); break;
-        default: score_heads<L, 4, DK>(ld, qi, dk, heads, nt, si); break;
-    }
-}
-
 template <class L>
 void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int nt, float* s) {
     const L ld;
-    for (int i0 = 0; i0 < nh; i0 += 4) {  // at most 4 heads per pass: accumulators stay in registers
-        const float* qi = q + (size_t)i0 * dk;
-        float* si = s + i0 * kAttnTile;
-        switch (dk) {
-            case 64: score_heads_n<L, 64>(ld, nh - i0, qi, dk, heads, nt, si); break;
-            case 128: score_heads_n<L, 128>(ld, nh - i0, qi, dk, heads, nt, si); break;
-            case 256: score_heads_n<L, 256>(ld, nh - i0, qi, dk, heads, nt, si); break;
-            default: score_heads_n<L, 0>(ld, nh - i0, qi, dk, heads, nt, si); break;
-        }
-    }
+    for (int i0 = 0; i0 < nh; i0 += 4)  // at most 4 heads per pass: accumulators stay in registers
+        with_tile_shape(nh - i0, dk, [&]<int NH, int DK>() {
+            score_heads<L, NH, DK>(ld, q + (size_t)i0 * dk, dk, heads, nt, s + i0 * kAttnTile);
+        });
 }
 
 // acc_i[e0 .. e0 + 16 NV) of NH heads held in registers over the tile's cells; each V chunk is loaded
@@ -249,16 +233,10 @@ void accum_heads(const L& ld, float* acc, int dv, const float* p, const uint8_t*
 template <class L>
 void accum_tile(float* acc, int nh, int dv, const float* p, const uint8_t* const* heads, int nt) {
     const L ld;
-    for (int i0 = 0; i0 < nh; i0 += 4) {
-        float* ai = acc + (size_t)i0 * dv;
-        const float* pi = p + i0 * kAttnTile;
-        switch (nh - i0) {
-            case 1: accum_heads<L, 1>(ld, ai, dv, pi, heads, nt); break;
-            case 2: accum_heads<L, 2>(ld, ai, dv, pi, heads, nt); break;
-            case 3: accum_heads<L, 3>(ld, ai, dv, pi, heads, nt); break;
-            default: accum_heads<L, 4>(ld, ai, dv, pi, heads, nt); break;
-        }
-    }
+    for (int i0 = 0; i0 < nh; i0 += 4)  // the V width is a loop bound here (accum_heads), not a shape
+        with_tile_shape(nh - i0, 0, [&]<int NH, int>() {
+            accum_heads<L, NH>(ld, acc + (size_t)i0 * dv, dv, p + i0 * kAttnTile, heads, nt);
+        });
 }
 
 template <class L>
