@@ -20,6 +20,16 @@ namespace {
 // result depends only on its list, never on the batch (DESIGN.md invariant 2).
 constexpr int kTile = kAttnTile;
 
+// note: split-K (flash-decoding): a row's visible list is cut into partitions of kPart cells, each a
+// separate task that yields per query head its running max, sum and unnormalised accumulator; the
+// partials are then merged in partition order. Without it a generated row is one task per kv head
+// walking every cell (SmolLM2: 3 kv heads on 2 threads, one idles half the time at long context).
+// kPart is a constant (never the thread count or the batch), so a row's bits never depend on either.
+constexpr int kPart = 8 * kTile;
+static_assert(kPart % kTile == 0, "partitions hold whole tiles");
+
+int row_parts(int n_cells) { return n_cells <= kPart ? 1 : (n_cells + kPart - 1) / kPart; }
+
 void exp_scalar(float* x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = expf(x[i]);
 }
@@ -38,6 +48,10 @@ struct AttnJob {
     const float* k_dec = nullptr;
     const float* v_dec = nullptr;
     const uint8_t* row_dec = nullptr;  // per row: 1 if it reads k_dec / v_dec, 0 if it reads in place
+    // Split-K partials of rows with more than one partition: slot (part_base[r] + p) * n_head + h holds
+    // head h's max (pm), sum (pl) and accumulator (pacc, dv floats) over partition p of row r.
+    const int* part_base = nullptr;  // n_rows + 1 prefix sums of row_parts
+    float *pm = nullptr, *pl = nullptr, *pacc = nullptr;
 };
 
 // Per-thread scratch: nh queries (dk each), nh accumulators (dv each), a tile of K and V heads decoded
@@ -88,10 +102,19 @@ Fn tile_heads(const KvOps& ops, Fn fused, Fn f32, const float* dec, const uint8_
     return !dec && fused ? fused : f32;
 }
 
-// Query heads h0..h0+nh-1 of row r, all reading kv head kvh. The tile kernels load each K and V head
-// once per cell for every query head of the task (GQA); each head's arithmetic is the same whatever
-// nh is, so the split of heads into tasks never changes a result.
-void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) {
+// The output of one query head from its (merged) accumulator and sum: TurboQuant V was accumulated in
+// the rotated domain (one inverse rotation per group, linear, so after the merge), then normalised.
+void finish_head(const AttnJob& j, float* acc, float l, float* out) {
+    if (j.vops.rot_group > 0)
+        for (int g = 0; g < j.dv; g += j.vops.rot_group) turbo_unrotate(acc + g, j.vops.rot_group);
+    const float inv = l > 0 ? 1.0f / l : 0.0f;  // empty list: zeros
+    for (int e = 0; e < j.a->head_dim; e++) out[e] = acc[e] * inv;
+}
+
+// Query heads h0..h0+nh-1 of row r over partition part of its cells, all reading kv head kvh. The
+// tile kernels load each K and V head once per cell for every query head of the task (GQA); each
+// head's arithmetic is the same whatever nh is, so the split of heads into tasks never changes a result.
+void attend_heads(const AttnJob& j, int r, int part, int kvh, int h0, int nh, Scratch& w) {
     const AttentionArgs& a = *j.a;
     const int d = a.head_dim, dk = j.dk, dv = j.dv;
     for (int i = 0; i < nh; i++) {
@@ -100,8 +123,10 @@ void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) 
         w.l[i] = 0;
     }
     memset(w.acc.data(), 0, sizeof(float) * nh * dv);
-    const int32_t* cells = a.visible[r]->data();
-    const int n = (int)a.visible[r]->size();
+    const int n_all = (int)a.visible[r]->size();
+    const int32_t* cells = a.visible[r]->data() + (size_t)part * kPart;
+    const int n = std::min(kPart, n_all - part * kPart);
+    const int n_parts = row_parts(n_all);
     const bool dec = j.row_dec && j.row_dec[r];
     const float* k_dec = dec ? j.k_dec : nullptr;
     const float* v_dec = dec ? j.v_dec : nullptr;
@@ -139,13 +164,36 @@ void attend_heads(const AttnJob& j, int r, int kvh, int h0, int nh, Scratch& w) 
     }
     for (int i = 0; i < nh; i++) {
         float* acc = w.acc.data() + (size_t)i * dv;
-        // TurboQuant V was accumulated in the rotated domain: one inverse rotation per group.
-        if (j.vops.rot_group > 0)
-            for (int g = 0; g < dv; g += j.vops.rot_group) turbo_unrotate(acc + g, j.vops.rot_group);
-        const float inv = w.l[i] > 0 ? 1.0f / w.l[i] : 0.0f;  // empty list: zeros
-        float* out = a.out + ((size_t)r * a.n_head + h0 + i) * d;
-        for (int e = 0; e < d; e++) out[e] = acc[e] * inv;
+        if (n_parts == 1) {
+            finish_head(j, acc, w.l[i], a.out + ((size_t)r * a.n_head + h0 + i) * d);
+            continue;
+        }
+        const size_t slot = (size_t)(j.part_base[r] + part) * a.n_head + h0 + i;
+        j.pm[slot] = w.m[i];
+        j.pl[slot] = w.l[i];
+        memcpy(j.pacc + slot * dv, acc, sizeof(float) * dv);
     }
+}
+
+// Merges head h of row r over its partitions in order 0, 1, 2, ... (fixed, so deterministic): each
+// partial is rescaled to the overall max. One partition would give exp(0) = 1 weights, i.e. the same
+// bits as finishing it directly.
+void merge_head(const AttnJob& j, int r, int h, float* acc) {
+    const AttentionArgs& a = *j.a;
+    const int p0 = j.part_base[r], np = j.part_base[r + 1] - p0, dv = j.dv;
+    float mx = -INFINITY;
+    for (int p = 0; p < np; p++) mx = std::max(mx, j.pm[(size_t)(p0 + p) * a.n_head + h]);
+    memset(acc, 0, sizeof(float) * dv);
+    float l = 0;
+    for (int p = 0; p < np && mx != -INFINITY; p++) {
+        const size_t slot = (size_t)(p0 + p) * a.n_head + h;
+        if (j.pm[slot] == -INFINITY) continue;
+        const float wgt = expf(j.pm[slot] - mx);
+        const float* pa = j.pacc + slot * dv;
+        for (int e = 0; e < dv; e++) acc[e] += pa[e] * wgt;
+        l += j.pl[slot] * wgt;
+    }
+    finish_head(j, acc, l, a.out + ((size_t)r * a.n_head + h) * a.head_dim);
 }
 
 // note: with several query rows of one sequence (prefill, verify batches) every row would decode the
@@ -251,22 +299,52 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
     // unless that leaves threads idle (a single generated row with fewer kv heads than threads): then
     // groups are halved until every thread has a task, at the cost of loading the cells once per task.
     // Results do not depend on the split (see attend_heads).
+    // A task is (row, partition, kv head, head chunk); part_base numbers the (row, partition) units.
+    static thread_local std::vector<int> part_base;
+    part_base.assign(a.n_rows + 1, 0);
+    for (int r = 0; r < a.n_rows; r++) part_base[r + 1] = part_base[r] + row_parts((int)a.visible[r]->size());
+    const int n_units = part_base[a.n_rows];
     j.heads_per_task = j.group;
-    while (j.heads_per_task > 1 && a.n_rows * a.n_head_kv * ((j.group + j.heads_per_task - 1) / j.heads_per_task) < pool.size())
+    while (j.heads_per_task > 1 && n_units * a.n_head_kv * ((j.group + j.heads_per_task - 1) / j.heads_per_task) < pool.size())
         j.heads_per_task = (j.heads_per_task + 1) / 2;
     const int tasks_per_kvh = (j.group + j.heads_per_task - 1) / j.heads_per_task;
     static thread_local DecodedCells decoded;
     if (a.n_rows > 1 && (j.kops.decode || j.vops.decode)) decode_cells(pool, j, decoded);
     j.exp_fn = cpu_isa() >= Isa::avx2 ? avx2_ops::exp_inplace : exp_scalar;
-    pool.run(a.n_rows * a.n_head_kv * tasks_per_kvh, [&j, tasks_per_kvh](int task, int) {
+    static thread_local std::vector<float> pm, pl, pacc;
+    const bool split = n_units > a.n_rows;
+    if (split) {
+        pm.resize((size_t)n_units * a.n_head), pl.resize(pm.size()), pacc.resize(pm.size() * j.dv);
+        j.pm = pm.data(), j.pl = pl.data(), j.pacc = pacc.data();
+    }
+    j.part_base = part_base.data();
+    const int per_unit = a.n_head_kv * tasks_per_kvh;
+    pool.run(n_units * per_unit, [&j, tasks_per_kvh, per_unit](int task, int) {
         static thread_local Scratch w;
         w.fit(j);
-        const int r = task / (j.a->n_head_kv * tasks_per_kvh);
+        const int u = task / per_unit;
+        const int r = (int)(std::upper_bound(j.part_base, j.part_base + j.a->n_rows + 1, u) - j.part_base) - 1;
         const int kvh = task / tasks_per_kvh % j.a->n_head_kv;
         const int h0 = kvh * j.group + task % tasks_per_kvh * j.heads_per_task;
         const int nh = std::min(j.heads_per_task, (kvh + 1) * j.group - h0);
-        attend_heads(j, r, kvh, h0, nh, w);
+        attend_heads(j, r, u - j.part_base[r], kvh, h0, nh, w);
     });
+    if (!split) return;
+    // Merge the split rows' heads, a few rows per task (each merge is ~n_parts * dv multiply-adds).
+    std::vector<int> split_rows;
+    for (int r = 0; r < a.n_rows; r++)
+        if (part_base[r + 1] - part_base[r] > 1) split_rows.push_back(r);
+    const int n_merge = (int)split_rows.size() * a.n_head;
+    auto merge = [&](int t, int) {
+        static thread_local std::vector<float> acc;
+        acc.resize(j.dv);
+        merge_head(j, split_rows[t / a.n_head], t % a.n_head, acc.data());
+    };
+    if (n_merge <= 64) {  // cheaper on this thread than waking the pool
+        for (int t = 0; t < n_merge; t++) merge(t, 0);
+    } else {
+        pool.run(n_merge, merge);
+    }
 }
 
 }  // namespace bee

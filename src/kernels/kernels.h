@@ -29,6 +29,19 @@ QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type);
 void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in,
             const float* x, int64_t n_tok, float* y, WeightLayout layout = WeightLayout::gguf);
 
+// Several matmuls of one input x (n_tok, n_in), e.g. q/k/v or gate/up: where their tile kernels read the
+// same prepared activations, x is quantized and prepared once for all of them. Same bits as separate
+// matmul() calls (the same bytes reach the same tiles).
+struct MatmulOut {
+    GgmlType wtype;
+    const void* w;  // (n_out, n_in) in `layout`
+    int64_t n_out;
+    WeightLayout layout;
+    float* y;       // (n_tok, n_out)
+};
+void matmul_shared_input(ThreadPool& pool, const MatmulOut* outs, int n_outs, int64_t n_in, const float* x,
+                         int64_t n_tok);
+
 // Copies rows `ids` of a (n_rows, n) matrix of type `type` into dst (ids.size(), n) as float.
 void get_rows(GgmlType type, const void* w, int64_t n, const int32_t* ids, int64_t n_ids, float* dst);
 

@@ -81,22 +81,29 @@ void matmul_rows(const MatmulJob& j, int64_t o0, int64_t o1) {
     }
 }
 
-// Blocked driver: activations quantized and prepared row by row, then per task (`rows` output
-// rows) tiles of up to max_cols tokens × max_rows weight rows. note: tokens outer, so the task's weight
-// rows stay in L1/L2 while the token tiles sweep over them.
-void matmul_blocked(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out,
-                    int64_t n_in, const float* x, int64_t n_tok, float* y) {
-    if (kRowsPerTask % gk.max_rows != 0) die("matmul: a task must hold whole tiles (and rows16 groups)", wtype);
+// Blocked driver, first half: activations quantized and prepared row by row into the calling thread's
+// scratch (n_tok rows of gk.prepared_row_bytes(n_in)).
+const uint8_t* prepare_activations(ThreadPool& pool, const GemmKernel& gk, int64_t n_in, const float* x,
+                                   int64_t n_tok) {
     const QuantizeRowFn quantize = quantize_activation_for(gk.act_type);
     if (!quantize) die("matmul: no activation quantizer", gk.act_type);
-    const size_t w_row = ggml_row_size(wtype, n_in), q_row = ggml_row_size(gk.act_type, n_in);
-    const size_t a_row = gk.prepared_row_bytes(n_in);
+    const size_t q_row = ggml_row_size(gk.act_type, n_in), a_row = gk.prepared_row_bytes(n_in);
     uint8_t* a = activation_scratch(a_row * (size_t)n_tok);  // (n_tok, a_row) prepared activations
     pool.run((int)n_tok, [&](int t, int) {
         uint8_t* q = row_scratch(q_row);
         quantize(x + (size_t)t * n_in, q, n_in);
         gk.prepare(q, a + (size_t)t * a_row, n_in);
     });
+    return a;
+}
+
+// Second half: per task (`rows` output rows) tiles of up to max_cols tokens × max_rows weight rows over the
+// prepared activations a. note: tokens outer, so the task's weight rows stay in L1/L2 while the token
+// tiles sweep over them.
+void run_tiles(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out,
+               int64_t n_in, const uint8_t* a, int64_t n_tok, float* y) {
+    if (kRowsPerTask % gk.max_rows != 0) die("matmul: a task must hold whole tiles (and rows16 groups)", wtype);
+    const size_t w_row = ggml_row_size(wtype, n_in), a_row = gk.prepared_row_bytes(n_in);
     int64_t rows = (n_out + pool.size() * kTasksPerThread - 1) / (pool.size() * kTasksPerThread);
     const int64_t rows_fit = (int64_t)(kTaskWeightBytes / w_row);
     if (rows > rows_fit) rows = rows_fit;
@@ -119,6 +126,11 @@ void matmul_blocked(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, cons
     });
 }
 
+// Two kernels read the same prepared activation bytes.
+bool same_activations(const GemmKernel& a, const GemmKernel& b) {
+    return a.act_type == b.act_type && a.prepare == b.prepare && a.prepared_row_bytes == b.prepared_row_bytes;
+}
+
 }  // namespace
 
 void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x,
@@ -127,7 +139,8 @@ void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int6
     const QuantTraits* tr = quant_traits(wtype);
     if (!tr || !tr->vec_dot) die("matmul: no vec_dot", wtype);
     if (const GemmKernel* gk = gemm_kernel_for(wtype, layout)) {
-        matmul_blocked(pool, *gk, wtype, (const uint8_t*)w, n_out, n_in, x, n_tok, y);
+        run_tiles(pool, *gk, wtype, (const uint8_t*)w, n_out, n_in, prepare_activations(pool, *gk, n_in, x, n_tok),
+                  n_tok, y);
         return;
     }
     MatmulJob j{};
@@ -163,6 +176,29 @@ void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int6
         const int64_t o1 = o0 + kRowsPerTask < j.n_out ? o0 + kRowsPerTask : j.n_out;
         matmul_rows(j, o0, o1);
     });
+}
+
+void matmul_shared_input(ThreadPool& pool, const MatmulOut* outs, int n_outs, int64_t n_in, const float* x,
+                         int64_t n_tok) {
+    const GemmKernel* gk0 = n_outs > 0 && n_tok > 0 ? gemm_kernel_for(outs[0].wtype, outs[0].layout) : nullptr;
+    bool shared = gk0 != nullptr;
+    for (int i = 1; shared && i < n_outs; i++) {
+        const GemmKernel* gk = gemm_kernel_for(outs[i].wtype, outs[i].layout);
+        shared = gk && same_activations(*gk0, *gk);
+    }
+    if (!shared) {  // each converts its own activations
+        for (int i = 0; i < n_outs; i++)
+            matmul(pool, outs[i].wtype, outs[i].w, outs[i].n_out, n_in, x, n_tok, outs[i].y, outs[i].layout);
+        return;
+    }
+    const uint8_t* a = prepare_activations(pool, *gk0, n_in, x, n_tok);
+    for (int i = 0; i < n_outs; i++) {
+        const QuantTraits* tr = quant_traits(outs[i].wtype);
+        if (!tr || !tr->vec_dot) die("matmul: no vec_dot", outs[i].wtype);
+        if (outs[i].n_out > 0)
+            run_tiles(pool, *gemm_kernel_for(outs[i].wtype, outs[i].layout), outs[i].wtype, (const uint8_t*)outs[i].w,
+                      outs[i].n_out, n_in, a, n_tok, outs[i].y);
+    }
 }
 
 void get_rows(GgmlType type, const void* w, int64_t n, const int32_t* ids, int64_t n_ids, float* dst) {

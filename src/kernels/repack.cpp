@@ -1,5 +1,5 @@
 // kernels/repack: GGUF rows <-> the rows16 layout (kernels/repack.h). Plain byte moves, no ISA flags: the
-// tile kernels that read it are in x86/gemm_rows16_avx512.cpp.
+// tile kernels that read it are in x86/gemm_rows16_avx512.cpp and x86/gemm_rows16_k_avx512.cpp.
 #include "kernels/repack.h"
 
 #include <cstdlib>
@@ -15,6 +15,28 @@ namespace bee {
 namespace {
 
 constexpr int kGroup16Rows = 16;
+
+// The K-quants' rows16 layout: each GGUF block transposed into 4-byte words (the last one zero-padded).
+bool word_layout(GgmlType t) {
+    return t == GgmlType::Q2_K || t == GgmlType::Q3_K || t == GgmlType::Q4_K || t == GgmlType::Q5_K ||
+           t == GgmlType::Q6_K;
+}
+size_t block_words(GgmlType t) { return (ggml_type_info(t).type_size + 3) / 4; }
+
+// Word i of row l's block b of group g sits at quants_at(g, b) + 64 i + 4 l; to_rows16 copies a GGUF block
+// `blk` there, or back.
+void move_block_words(GgmlType t, const Rows16Geometry& g, uint8_t* base, int64_t group, int64_t b, int l,
+                      uint8_t* blk, bool to_rows16) {
+    const size_t size = ggml_type_info(t).type_size;
+    uint8_t* q = base + g.quants_at(group, b) + 4 * l;
+    for (size_t i = 0; 4 * i < size; i++) {
+        const size_t len = size - 4 * i < 4 ? size - 4 * i : 4;
+        if (to_rows16)
+            memcpy(q + 64 * i, blk + 4 * i, len);
+        else
+            memcpy(blk + 4 * i, q + 64 * i, len);
+    }
+}
 
 // One 32-element block of a rows16 type, as plain parts.
 struct BlockParts {
@@ -172,10 +194,15 @@ Rows16Geometry rows16_geometry(GgmlType t, int64_t n_out, int64_t n_in) {
         case GgmlType::Q5_0: g.quant_bytes = 320, g.scale_bytes = 32; break;
         case GgmlType::Q5_1: g.quant_bytes = 320, g.scale_bytes = 64; break;
         case GgmlType::Q8_0: g.quant_bytes = 512, g.scale_bytes = 32; break;
+        case GgmlType::Q2_K:
+        case GgmlType::Q3_K:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K:
+        case GgmlType::Q6_K: g.quant_bytes = 64 * block_words(t); break;  // words only, no scale section
         default: return g;
     }
     g.n_groups = (n_out + kGroup16Rows - 1) / kGroup16Rows;
-    g.n_blocks = n_in / 32;
+    g.n_blocks = n_in / ggml_type_info(t).block_size;
     return g;
 }
 
@@ -193,6 +220,14 @@ RepackedWeight repack_weight(GgmlType t, const void* w, int64_t n_out, int64_t n
     uint8_t* base = out.data.get();
     memset(base, 0, out.bytes);
     const size_t row_bytes = ggml_row_size(t, n_in), blk_bytes = ggml_type_info(t).type_size;
+    if (word_layout(t)) {  // padding rows stay zero
+        for (int64_t row = 0; row < n_out; row++)
+            for (int64_t b = 0; b < g.n_blocks; b++)
+                move_block_words(t, g, base, row / kGroup16Rows, b, (int)(row % kGroup16Rows),
+                                 (uint8_t*)w + (size_t)row * row_bytes + (size_t)b * blk_bytes, true);
+        out.layout = WeightLayout::rows16;
+        return out;
+    }
     for (int64_t row = 0; row < g.n_groups * kGroup16Rows; row++) {
         const uint8_t* src = row < n_out ? (const uint8_t*)w + (size_t)row * row_bytes : nullptr;
         for (int64_t b = 0; b < g.n_blocks; b++) {
@@ -212,6 +247,12 @@ void unpack_row(GgmlType t, WeightLayout l, const void* w, int64_t n_out, int64_
     }
     const Rows16Geometry g = rows16_geometry(t, n_out, n_in);
     const size_t blk_bytes = ggml_type_info(t).type_size;
+    if (word_layout(t)) {
+        for (int64_t b = 0; b < g.n_blocks; b++)
+            move_block_words(t, g, (uint8_t*)w, row / kGroup16Rows, b, (int)(row % kGroup16Rows),
+                             (uint8_t*)dst + (size_t)b * blk_bytes, false);
+        return;
+    }
     for (int64_t b = 0; b < g.n_blocks; b++)
         write_block(t, load_block16(g, t, (const uint8_t*)w, row / kGroup16Rows, b, (int)(row % kGroup16Rows)),
                     (uint8_t*)dst + (size_t)b * blk_bytes);

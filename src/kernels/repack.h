@@ -14,6 +14,11 @@
 //     Q8_0 (8 vectors): vector k, row l, byte j = element 4k+j + 128 (as an unsigned byte)
 //   scales: from scales_offset, group g, block b at (g * n_blocks + b) * scale_bytes: the 16 rows' fp16 d,
 //     then for Q4_1/Q5_1 their 16 fp16 m.
+// WeightLayout::rows16 (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; 256-element super-blocks): one section, no scales part
+//   (scale_bytes = 0): group g, super-block b at quants_at(g, b), as ceil(block bytes / 4) 64-byte vectors;
+//   vector i, row l = bytes 4i..4i+3 of row l's GGUF block (Q3_K's 110 and Q6_K's 210 bytes padded with 2
+//   zero bytes). The
+//   tile decodes a word of 16 rows exactly as it decodes the same word gathered from GGUF rows.
 // A type's tile does the same float operations on both layouts (the GGUF tile gathers the same vectors
 // from 16 rows), so both give bit-identical results (tests/unit/kernels/test_repack.cpp checks this).
 #pragma once

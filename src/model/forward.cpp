@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 
 #include "base/error.h"
 #include "gguf/gguf.h"
@@ -53,6 +54,24 @@ void linear(const ForwardCtx& c, const Weight& w, const Weight& bias, const floa
         for (int r = 0; r < c.n_rows; r++) add(out + (size_t)r * w.ne1, (const float*)bias.data, w.ne1);
 }
 
+// linear() of n (<= 3) weights on the same input: the input is quantized once for all (kernels.h).
+struct LinearOut {
+    const Weight* w;
+    const Weight* bias;
+    float* out;
+};
+static void linear_shared(const ForwardCtx& c, const float* in, std::initializer_list<LinearOut> outs) {
+    MatmulOut mo[3] = {};
+    if (outs.size() > 3) fail("linear_shared: %zu outputs, at most 3", outs.size());
+    int n = 0;
+    for (const LinearOut& o : outs) mo[n++] = {o.w->type, o.w->data, o.w->ne1, o.w->layout, o.out};
+    matmul_shared_input(c.pool, mo, n, outs.begin()->w->ne0, in, c.n_rows);
+    for (const LinearOut& o : outs) {
+        if (!*o.bias) continue;
+        for (int r = 0; r < c.n_rows; r++) add(o.out + (size_t)r * o.w->ne1, (const float*)o.bias->data, o.w->ne1);
+    }
+}
+
 // Per-head RMS norm over (n_rows, n_head, hd) in place.
 static void head_norm(const ForwardCtx& c, float* x, int n_head, int hd, const Weight& w) {
     for_rows(c, [&](int r0, int r1) {
@@ -72,9 +91,7 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     float* q = c.s.q.data();
     float* k = c.s.k.data();
     float* v = c.s.v.data();
-    linear(c, L.wq, L.bq, xn, q);
-    linear(c, L.wk, L.bk, xn, k);
-    linear(c, L.wv, L.bv, xn, v);
+    linear_shared(c, xn, {{&L.wq, &L.bq, q}, {&L.wk, &L.bk, k}, {&L.wv, &L.bv, v}});
     if (L.q_norm) head_norm(c, q, hp.n_head, hp.head_dim, L.q_norm);
     if (L.k_norm) head_norm(c, k, hp.n_head_kv, hp.head_dim, L.k_norm);
     const KvCacheParams& kp = c.kv.params();
@@ -113,8 +130,7 @@ void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act) {
     float* a = c.s.ff_a.data();
     float* b = c.s.ff_b.data();
     static const Weight none;
-    linear(c, L.ffn_gate, none, xn, a);
-    linear(c, L.ffn_up, none, xn, b);
+    linear_shared(c, xn, {{&L.ffn_gate, &none, a}, {&L.ffn_up, &none, b}});
     const int64_t n_ff = c.hp.n_ff;
     for_rows(c, [&](int r0, int r1) {
         float* ar = a + r0 * n_ff;

@@ -145,7 +145,8 @@ TEST(Gemm, RawWeightBytesMatchReference) {
     std::mt19937 rng(5);
     const RawCase cases[] = {{GgmlType::Q4_0, {0}}, {GgmlType::Q4_1, {0, 2}}, {GgmlType::Q5_0, {0}},
                              {GgmlType::Q5_1, {0, 2}}, {GgmlType::Q8_0, {0}}, {GgmlType::Q4_K, {0, 2}},
-                             {GgmlType::Q6_K, {208}}};
+                             {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}}, {GgmlType::Q2_K, {80, 82}},
+                             {GgmlType::Q3_K, {108}}};
     for (Isa isa : all_isas()) {
         IsaScope scope(isa);
         for (const RawCase& rc : cases) {
@@ -182,7 +183,7 @@ TEST(Gemm, DispatchOffersTilesWhereExpected) {
     if (cpu_isa_max() < Isa::avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
     IsaScope scope(Isa::avx512);
     for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                       GgmlType::Q4_K, GgmlType::Q6_K})
+                       GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
         EXPECT_NE(gemm_kernel_for(t), nullptr) << ggml_type_name(t);
 }
 

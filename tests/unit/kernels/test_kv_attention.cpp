@@ -51,11 +51,11 @@ KvStore make_kv(GgmlType t, const std::vector<float>& x, int n_cells, int n_head
 }
 
 struct AttnSetup {
-    int n_head = 6, n_head_kv = 2, head_dim, n_cells = 90, n_rows = 4;
+    int n_head = 6, n_head_kv = 2, head_dim, n_cells, n_rows = 4;
     std::vector<float> q, kf, vf;
     std::vector<std::vector<int32_t>> lists;
     std::vector<const std::vector<int32_t>*> vis;
-    explicit AttnSetup(int hd) : head_dim(hd) {
+    explicit AttnSetup(int hd, int cells = 90) : head_dim(hd), n_cells(cells) {
         q = random_floats((size_t)n_rows * n_head * hd, 11, -2, 2);
         kf = random_floats((size_t)n_cells * n_head_kv * hd, 12);
         vf = random_floats((size_t)n_cells * n_head_kv * hd, 13);
@@ -281,6 +281,39 @@ TEST(KvAttention, RowAloneEqualsRowInBatch) {
                 ASSERT_EQ(0, memcmp(one.data(), batch.data() + r * row, row * sizeof(float)))
                     << ggml_type_name(t) << " " << isa_name(isa) << " row " << r;
             }
+        }
+    }
+}
+
+// Lists longer than one split-K partition (attention.cpp kPart): the partials merged in order match
+// the double reference, and a row's bits are the same alone or in a batch whatever the thread count.
+TEST(KvAttention, SplitRowsMatchReferenceAndAreBatchInvariant) {
+    ThreadPool pool1(1), pool2(2), pool3(3);
+    AttnSetup s(64, 700);  // rows see 697..700 cells (3 partitions), row 2 a 640-cell window
+    const size_t row = (size_t)s.n_head * 64;
+    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::Q8_0, GgmlType::TURBO3, GgmlType::TURBO3_TCQ}) {
+        const KvStore k = make_kv(t, s.kf, s.n_cells, s.n_head_kv, 64);
+        const KvStore v = make_kv(t, s.vf, s.n_cells, s.n_head_kv, 64);
+        std::vector<float> want(s.q.size());
+        ref::attention(s.args(k, v, want.data()));
+        for (Isa isa : all_isas()) {
+            IsaScope scope(isa);
+            std::vector<float> batch(s.q.size(), NAN);
+            attention(pool2, s.args(k, v, batch.data()));
+            for (size_t i = 0; i < want.size(); i++)
+                ASSERT_NEAR(batch[i], want[i], 2e-5) << ggml_type_name(t) << " " << isa_name(isa) << " i " << i;
+            for (int r = 0; r < s.n_rows; r++)
+                for (ThreadPool* pool : {&pool1, &pool3}) {
+                    AttentionArgs a = s.args(k, v, nullptr);
+                    std::vector<float> one(row);
+                    a.n_rows = 1;
+                    a.q = s.q.data() + r * row;
+                    a.out = one.data();
+                    a.visible = s.vis.data() + r;
+                    attention(*pool, a);
+                    ASSERT_EQ(0, memcmp(one.data(), batch.data() + r * row, row * sizeof(float)))
+                        << ggml_type_name(t) << " " << isa_name(isa) << " row " << r << " threads " << pool->size();
+                }
         }
     }
 }

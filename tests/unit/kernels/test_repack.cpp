@@ -22,7 +22,30 @@ using test::all_isas;
 using test::IsaScope;
 using test::random_floats;
 
-const GgmlType kRepackTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0};
+const GgmlType kRepackTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
+                                 GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
+                                 GgmlType::Q5_K, GgmlType::Q6_K};
+
+bool is_k(GgmlType t) { return ggml_type_info(t).block_size == 256; }
+
+// Row lengths for a test: those given for the 32-element types, 256/512/768 for the K-quants (1-3 super-blocks).
+std::vector<int64_t> lengths(GgmlType t, std::vector<int64_t> small) {
+    return is_k(t) ? std::vector<int64_t>{256, 512, 768} : small;
+}
+
+// Byte offsets of the fp16 scales inside a block.
+std::vector<size_t> scale_offsets(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_1:
+        case GgmlType::Q4_K:
+        case GgmlType::Q5_K: return {0, 2};
+        case GgmlType::Q6_K: return {208};
+        case GgmlType::Q2_K: return {80, 82};
+        case GgmlType::Q3_K: return {108};
+        default: return {0};
+    }
+}
 
 // Quantized random weights, or (raw) random bytes, every quant code included, with tame fp16 scales.
 std::vector<uint8_t> make_weights(GgmlType t, int64_t n_out, int64_t n_in, uint32_t seed, bool raw) {
@@ -36,7 +59,7 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t n_out, int64_t n_in, uint3
     for (uint8_t& b : w) b = (uint8_t)rng();
     const size_t blk = ggml_type_info(t).type_size;
     for (size_t off = 0; off < w.size(); off += blk)
-        for (size_t so = 0; so < (t == GgmlType::Q4_1 || t == GgmlType::Q5_1 ? 4u : 2u); so += 2) {  // d (and m)
+        for (size_t so : scale_offsets(t)) {
             const fp16_t s = fp32_to_fp16(std::ldexp(1.0f + (rng() % 100) / 100.0f, -(int)(rng() % 8) - 4));
             memcpy(&w[off + so], &s, 2);
         }
@@ -54,7 +77,7 @@ RepackedWeight repack_on_avx512(GgmlType t, const std::vector<uint8_t>& w, int64
 TEST(Repack, UnpacksToTheOriginalBytes) {
     if (!have_repacking()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
     for (GgmlType t : kRepackTypes)
-        for (int64_t n_in : {32, 96, 128, 576})
+        for (int64_t n_in : lengths(t, {32, 96, 128, 576}))
             for (int64_t n_out : {1, 6, 23, 37}) {
                 const std::vector<uint8_t> w = make_weights(t, n_out, n_in, 3 + (uint32_t)n_in, true);
                 const RepackedWeight r = repack_on_avx512(t, w, n_out, n_in);
@@ -77,7 +100,7 @@ TEST(Repack, MatmulEqualsGgufLayoutBitForBit) {
     if (!have_repacking()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
     ThreadPool pool1(1), pool2(2);
     for (GgmlType t : kRepackTypes)
-        for (int64_t n_in : {32, 96, 576})
+        for (int64_t n_in : lengths(t, {32, 96, 576}))
             for (int64_t n_out : {21, 22, 23})
                 for (bool raw : {false, true}) {
                     const int64_t n_tok = 10 + n_out % 2;
@@ -109,7 +132,7 @@ TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
     if (!have_repacking()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
     IsaScope scope(Isa::avx512);
     for (GgmlType t : kRepackTypes)
-        for (int64_t n : {32, 160}) {
+        for (int64_t n : lengths(t, {32, 160})) {
             const GemmKernel* packed = gemm_kernel_for(t, WeightLayout::rows16);
             const GemmKernel* plain = gemm_kernel_for(t);
             ASSERT_TRUE(packed && plain && packed->locate);
@@ -150,7 +173,7 @@ TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
         }
 }
 
-// The active ISA decides: AVX-512 repacks Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 into rows16 (and has their tiles), the
+// The active ISA decides: AVX-512 repacks Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and the K-quants Q2_K-Q6_K into rows16 (and has their tiles), the
 // others keep GGUF rows.
 TEST(Repack, PreferredLayoutFollowsTheIsa) {
     for (Isa isa : all_isas()) {
@@ -159,10 +182,10 @@ TEST(Repack, PreferredLayoutFollowsTheIsa) {
             const bool packs = isa >= Isa::avx512;
             EXPECT_EQ(preferred_layout(t), packs ? WeightLayout::rows16 : WeightLayout::gguf) << isa_name(isa);
             EXPECT_EQ(gemm_kernel_for(t, WeightLayout::rows16) != nullptr, packs) << isa_name(isa);
-            const std::vector<uint8_t> w = make_weights(t, 4, 64, 1, false);
-            EXPECT_EQ(repack_weight(t, w.data(), 4, 64).data != nullptr, packs);
+            const std::vector<uint8_t> w = make_weights(t, 4, is_k(t) ? 256 : 64, 1, false);
+            EXPECT_EQ(repack_weight(t, w.data(), 4, is_k(t) ? 256 : 64).data != nullptr, packs);
         }
-        for (GgmlType t : {GgmlType::F16, GgmlType::Q4_K, GgmlType::Q6_K})
+        for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16})
             EXPECT_EQ(preferred_layout(t), WeightLayout::gguf) << ggml_type_name(t);
     }
 }

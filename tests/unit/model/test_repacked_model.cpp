@@ -21,6 +21,11 @@ TEST_P(RepackedModel, SameLogitsAsTheGgufLayoutOnEveryIsa) {
     TinyConfig cfg = tiny_config("llama_tied");  // tied head: the output matrix is repacked apart from token_embd
     cfg.wtype = GetParam();
     cfg.n_ff = 96;  // 3 blocks of 32 per ffn_down row: an odd block count leaves a half-empty pair
+    if (ggml_type_info(cfg.wtype).block_size == 256) {  // K-quants: every input length a whole super-block
+        cfg.n_embd = 256;
+        cfg.head_dim = 64;  // 4 heads: attn_output's input is 256 too
+        cfg.n_ff = 768;     // 3 super-blocks per ffn_down row
+    }
     const std::string path = temp_path("repacked");
     write_tiny_model(cfg, path);
 
@@ -52,7 +57,8 @@ TEST_P(RepackedModel, SameLogitsAsTheGgufLayoutOnEveryIsa) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, RepackedModel,
-                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0),
+                         ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0,
+                                           GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
                          [](const auto& info) { return std::string(ggml_type_name(info.param)); });
 
 }  // namespace
