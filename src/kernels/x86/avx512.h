@@ -1,10 +1,21 @@
 // kernels/x86/avx512: AVX-512 (F, BW, DQ, VL, VNNI) fast paths. Only called when cpu_isa() >= Isa::avx512.
 #pragma once
+#include <utility>
+
 #include "kernels/gemm.h"
 
 namespace bee::avx512 {
 
 // Blocked matmul kernel for weight type `wtype` stored in `layout`, or nullptr if none.
 const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout);
+
+// Calls f.template operator()<C>() with C = nc, for nc in 1..N: the tiles are compiled per token count
+// so their accumulators stay in registers; this picks the instance at run time.
+template <int N, class F>
+inline void with_cols(int nc, F&& f) {
+    [&]<int... I>(std::integer_sequence<int, I...>) {
+        (void)((nc == I + 1 && (f.template operator()<I + 1>(), true)) || ...);
+    }(std::make_integer_sequence<int, N>{});
+}
 
 }  // namespace bee::avx512

@@ -341,15 +341,10 @@ void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, i
     for (int c = 0; c < C; c++) _mm512_mask_storeu_ps(y + c * ldy, mask, acc[c]);
 }
 
-using Tile16Fn = void (*)(int64_t, const uint8_t*, size_t, const uint8_t*, size_t, int, float*, size_t);
-
 template <class W, class Src>
 void tile_any16(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int nr, int nc, float* y,
                 size_t ldy) {
-    static_assert(kCols == 8, "tile table below has 8 entries");
-    static constexpr Tile16Fn table[kCols] = {tile<W, Src, 1>, tile<W, Src, 2>, tile<W, Src, 3>, tile<W, Src, 4>,
-                                              tile<W, Src, 5>, tile<W, Src, 6>, tile<W, Src, 7>, tile<W, Src, 8>};
-    table[nc - 1](n, w, ws, a, as, nr, y, ldy);
+    with_cols<kCols>(nc, [&]<int C>() { tile<W, Src, C>(n, w, ws, a, as, nr, y, ldy); });
 }
 
 // Rows [o, o + 16) are group o / 16: its first super-block.
