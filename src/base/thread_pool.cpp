@@ -1,5 +1,5 @@
 // base/thread_pool: workers spin briefly on the region generation, then sleep on a condition variable;
-// tasks are claimed with a compare-and-swap on (generation, next task).
+// tasks are claimed from per-thread ranges (see thread_pool.h).
 #include "base/thread_pool.h"
 
 #include <immintrin.h>
@@ -18,14 +18,12 @@ inline void spin_wait(int spins) {
     else std::this_thread::yield();
 }
 
-inline uint32_t generation_of(uint64_t w) { return (uint32_t)(w >> 32); }
-
-// Next-task value of a closed region: no task index reaches it.
-constexpr uint32_t kClosed = 0xFFFFFFFFu;
+inline uint64_t range_word(uint32_t begin, uint32_t end) { return ((uint64_t)end << 32) | begin; }
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads < 1 ? 1 : n_threads), ranges_(std::make_unique<Range[]>((size_t)n_threads_)) {
     for (int i = 1; i < n_threads_; i++) threads_.emplace_back([this, i] { worker(i); });
 }
 
@@ -33,39 +31,47 @@ ThreadPool::~ThreadPool() {
     {
         std::lock_guard<std::mutex> lk(mu_);
         stop_.store(true);
-        work_.fetch_add(uint64_t{1} << 32);  // wakes spinning workers too
+        generation_.fetch_add(1);  // wakes spinning workers too
     }
     cv_.notify_all();
     for (auto& t : threads_) t.join();
 }
 
-// Claims and runs tasks of region `generation` until none is left (or the region is over).
-// note: a successful claim means the region is still open (its task is not done), so fn_ and the
-// caller's function are still alive.
-void ThreadPool::claim_and_run(uint32_t generation, int thread) {
-    uint64_t w = work_.load(std::memory_order_acquire);
-    for (;;) {
-        if (generation_of(w) != generation || (uint32_t)w >= (uint32_t)n_tasks_.load()) return;
-        if (!work_.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
-        (*fn_.load(std::memory_order_relaxed))((int)(uint32_t)w, thread);
-        done_.fetch_add(1, std::memory_order_release);
-        w = work_.load(std::memory_order_acquire);
+// Claims and runs tasks, own range first, then the others', until every range is empty.
+// note: a claim is valid exactly when the fetched `next` is below the range's `end`, whichever region
+// the caller of this function thought it was in: ranges are rewritten only when a region starts, after
+// the previous one finished, so an empty range of an old region yields nothing and a task of a newer
+// region is a real task of it, with fn_ already set (it is stored before the ranges), and that region
+// cannot finish (nor fn_ change) before the task is done. A failed claim moves `next` past `end` by one:
+// at most once per thread and range per region, so the 32-bit counter never reaches the end field.
+void ThreadPool::claim_and_run(int thread) {
+    int done = 0;
+    for (int k = 0; k < n_threads_; k++) {
+        std::atomic<uint64_t>& range = ranges_[(thread + k) % n_threads_].word;
+        for (;;) {
+            const uint64_t w = range.fetch_add(1, std::memory_order_acq_rel);
+            const uint32_t task = (uint32_t)w, end = (uint32_t)(w >> 32);
+            if (task >= end) break;
+            (*fn_.load(std::memory_order_acquire))((int)task, thread);
+            done++;
+        }
     }
+    if (done > 0) done_.fetch_add(done, std::memory_order_release);
 }
 
 void ThreadPool::worker(int id) {
     uint32_t seen = 0;
     for (;;) {
         // spin a little: decode steps come back to back
-        for (int spins = 0; generation_of(work_.load(std::memory_order_acquire)) == seen && spins < kSpinLimit; spins++)
+        for (int spins = 0; generation_.load(std::memory_order_acquire) == seen && spins < kSpinLimit; spins++)
             spin_wait(spins);
-        if (generation_of(work_.load(std::memory_order_acquire)) == seen) {
+        if (generation_.load(std::memory_order_acquire) == seen) {
             std::unique_lock<std::mutex> lk(mu_);
-            cv_.wait(lk, [&] { return generation_of(work_.load()) != seen; });
+            cv_.wait(lk, [&] { return generation_.load() != seen; });
         }
-        seen = generation_of(work_.load(std::memory_order_acquire));
+        seen = generation_.load(std::memory_order_acquire);
         if (stop_.load()) return;
-        claim_and_run(seen, id);
+        claim_and_run(id);
     }
 }
 
@@ -75,21 +81,19 @@ void ThreadPool::run(int n_tasks, const std::function<void(int, int)>& fn) {
         for (int t = 0; t < n_tasks; t++) fn(t, 0);
         return;
     }
-    // note: close the previous region first. A worker that read its (generation, next) just before it
-    // ended could otherwise see the new n_tasks_ and claim "task next" of the old region with the new fn.
-    // Once closed, such a claim fails (the word changed) and no index is below kClosed's.
-    const uint32_t previous = generation_of(work_.load());
-    work_.store(((uint64_t)previous << 32) | kClosed);
-    fn_.store(&fn);
-    n_tasks_.store(n_tasks);
-    done_.store(0);
-    const uint32_t generation = previous + 1;
+    // The previous region is finished (every task done), so nothing reads fn_ or the ranges now.
+    fn_.store(&fn, std::memory_order_relaxed);
+    done_.store(0, std::memory_order_relaxed);
+    for (int t = 0; t < n_threads_; t++)
+        ranges_[t].word.store(range_word((uint32_t)((int64_t)n_tasks * t / n_threads_),
+                                         (uint32_t)((int64_t)n_tasks * (t + 1) / n_threads_)),
+                              std::memory_order_release);
     {
         std::lock_guard<std::mutex> lk(mu_);
-        work_.store((uint64_t)generation << 32);
+        generation_.fetch_add(1, std::memory_order_release);
     }
     cv_.notify_all();
-    claim_and_run(generation, 0);
+    claim_and_run(0);
     for (int spins = 0; done_.load(std::memory_order_acquire) != n_tasks; spins++) spin_wait(spins);
 }
 

@@ -24,6 +24,9 @@ VecDotFn vec_dot_for(GgmlType wtype) {
 QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type) {
     const QuantTraits* tr = quant_traits(vec_dot_type);
     if (!tr) return nullptr;
+    if (cpu_isa() >= Isa::avx512) {
+        if (QuantizeRowFn f = avx512::quantize_activation(vec_dot_type)) return f;
+    }
     if (cpu_isa() >= Isa::avx2) {
         if (QuantizeRowFn f = avx2::quantize_activation(vec_dot_type)) return f;
     }

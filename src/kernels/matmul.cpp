@@ -100,30 +100,52 @@ const uint8_t* prepare_activations(ThreadPool& pool, const GemmKernel& gk, int64
 // Second half: per task (`rows` output rows) tiles of up to max_cols tokens × max_rows weight rows over the
 // prepared activations a. note: tokens outer, so the task's weight rows stay in L1/L2 while the token
 // tiles sweep over them.
+struct TilePlan {
+    const GemmKernel* gk;
+    GgmlType wtype;
+    const uint8_t* w;
+    int64_t n_out, n_in;
+    const uint8_t* a;  // prepared activations (n_tok, a_row)
+    int64_t n_tok;
+    float* y;
+    size_t w_row, a_row;
+    int64_t rows;  // output rows per task
+    int n_tasks;
+};
+
+TilePlan plan_tiles(int n_threads, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out,
+                    int64_t n_in, const uint8_t* a, int64_t n_tok, float* y) {
+    if (kRowsPerTask % gk.max_rows != 0) die("matmul: a task must hold whole tiles (and rows16 groups)", wtype);
+    TilePlan p{&gk, wtype, w, n_out, n_in, a, n_tok, y, ggml_row_size(wtype, n_in), gk.prepared_row_bytes(n_in), 0, 0};
+    int64_t rows = (n_out + n_threads * kTasksPerThread - 1) / (n_threads * kTasksPerThread);
+    const int64_t rows_fit = (int64_t)(kTaskWeightBytes / p.w_row);
+    if (rows > rows_fit) rows = rows_fit;
+    p.rows = rows < kRowsPerTask ? kRowsPerTask : (rows + gk.max_rows - 1) / gk.max_rows * gk.max_rows;
+    p.n_tasks = (int)((n_out + p.rows - 1) / p.rows);
+    return p;
+}
+
+void run_tile_task(const TilePlan& p, int task) {
+    const GemmKernel& gk = *p.gk;
+    const int64_t o0 = task * p.rows;
+    const int64_t o1 = o0 + p.rows < p.n_out ? o0 + p.rows : p.n_out;
+    for (int64_t t = 0; t < p.n_tok; t += gk.max_cols) {
+        const int nc = (int)(p.n_tok - t < gk.max_cols ? p.n_tok - t : gk.max_cols);
+        for (int64_t o = o0; o < o1; o += gk.max_rows) {
+            const int nr = (int)(o1 - o < gk.max_rows ? o1 - o : gk.max_rows);
+            const uint8_t* wt = p.w + (size_t)o * p.w_row;
+            size_t ws = p.w_row;
+            if (gk.locate) gk.locate(p.w, p.n_out, p.n_in, o, &wt, &ws);
+            gk.tile(p.n_in, wt, ws, p.a + (size_t)t * p.a_row, p.a_row, nr, nc, p.y + (size_t)t * p.n_out + o,
+                    (size_t)p.n_out);
+        }
+    }
+}
+
 void run_tiles(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out,
                int64_t n_in, const uint8_t* a, int64_t n_tok, float* y) {
-    if (kRowsPerTask % gk.max_rows != 0) die("matmul: a task must hold whole tiles (and rows16 groups)", wtype);
-    const size_t w_row = ggml_row_size(wtype, n_in), a_row = gk.prepared_row_bytes(n_in);
-    int64_t rows = (n_out + pool.size() * kTasksPerThread - 1) / (pool.size() * kTasksPerThread);
-    const int64_t rows_fit = (int64_t)(kTaskWeightBytes / w_row);
-    if (rows > rows_fit) rows = rows_fit;
-    rows = rows < kRowsPerTask ? kRowsPerTask : (rows + gk.max_rows - 1) / gk.max_rows * gk.max_rows;
-    const int n_tasks = (int)((n_out + rows - 1) / rows);
-    pool.run(n_tasks, [&](int task, int) {
-        const int64_t o0 = task * rows;
-        const int64_t o1 = o0 + rows < n_out ? o0 + rows : n_out;
-        for (int64_t t = 0; t < n_tok; t += gk.max_cols) {
-            const int nc = (int)(n_tok - t < gk.max_cols ? n_tok - t : gk.max_cols);
-            for (int64_t o = o0; o < o1; o += gk.max_rows) {
-                const int nr = (int)(o1 - o < gk.max_rows ? o1 - o : gk.max_rows);
-                const uint8_t* wt = w + (size_t)o * w_row;
-                size_t ws = w_row;
-                if (gk.locate) gk.locate(w, n_out, n_in, o, &wt, &ws);
-                gk.tile(n_in, wt, ws, a + (size_t)t * a_row, a_row, nr, nc, y + (size_t)t * n_out + o,
-                        (size_t)n_out);
-            }
-        }
-    });
+    const TilePlan p = plan_tiles(pool.size(), gk, wtype, w, n_out, n_in, a, n_tok, y);
+    pool.run(p.n_tasks, [&p](int task, int) { run_tile_task(p, task); });
 }
 
 // Two kernels read the same prepared activation bytes.
@@ -191,14 +213,25 @@ void matmul_shared_input(ThreadPool& pool, const MatmulOut* outs, int n_outs, in
             matmul(pool, outs[i].wtype, outs[i].w, outs[i].n_out, n_in, x, n_tok, outs[i].y, outs[i].layout);
         return;
     }
+    // One parallel region for all outputs: their tasks are numbered one after the other (a task never
+    // spans two matrices, so each output element is computed as by its own matmul()).
+    constexpr int kMaxOuts = 4;
+    if (n_outs > kMaxOuts) die("matmul_shared_input: too many outputs", outs[0].wtype);
     const uint8_t* a = prepare_activations(pool, *gk0, n_in, x, n_tok);
+    TilePlan plans[kMaxOuts];
+    int first[kMaxOuts + 1] = {0};
     for (int i = 0; i < n_outs; i++) {
         const QuantTraits* tr = quant_traits(outs[i].wtype);
         if (!tr || !tr->vec_dot) die("matmul: no vec_dot", outs[i].wtype);
-        if (outs[i].n_out > 0)
-            run_tiles(pool, *gemm_kernel_for(outs[i].wtype, outs[i].layout), outs[i].wtype, (const uint8_t*)outs[i].w,
-                      outs[i].n_out, n_in, a, n_tok, outs[i].y);
+        plans[i] = plan_tiles(pool.size(), *gemm_kernel_for(outs[i].wtype, outs[i].layout), outs[i].wtype,
+                              (const uint8_t*)outs[i].w, outs[i].n_out, n_in, a, n_tok, outs[i].y);
+        first[i + 1] = first[i] + plans[i].n_tasks;
     }
+    pool.run(first[n_outs], [&](int task, int) {
+        int i = 0;
+        while (task >= first[i + 1]) i++;
+        run_tile_task(plans[i], task - first[i]);
+    });
 }
 
 void get_rows(GgmlType type, const void* w, int64_t n, const int32_t* ids, int64_t n_ids, float* dst) {

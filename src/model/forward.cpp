@@ -142,9 +142,28 @@ void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act) {
     linear(c, L.ffn_down, none, a, c.s.out.data());
 }
 
-void residual_add(const ForwardCtx& c, const float* y) {
+void residual_norm(const ForwardCtx& c, float* y, const Weight* post, const Weight* next, float* xn) {
     const int64_t e = c.hp.n_embd;
-    for_rows(c, [&](int r0, int r1) { add(c.x + r0 * e, y + r0 * e, (r1 - r0) * e); });
+    for_rows(c, [&](int r0, int r1) {
+        for (int r = r0; r < r1; r++) {
+            float* yr = y + (size_t)r * e;
+            float* xr = c.x + (size_t)r * e;
+            if (post) rms_norm(yr, (const float*)post->data, yr, e, c.hp.norm_eps);
+            add(xr, yr, e);
+            if (next) rms_norm(xr, (const float*)next->data, xn + (size_t)r * e, e, c.hp.norm_eps);
+        }
+    });
+}
+
+const float* layer_input(const ForwardCtx& c, int il) {
+    float* xn = c.s.xn.data();
+    if (il == 0) norm_rows(c, c.x, c.w.layers[0].attn_norm, xn, c.hp.n_embd);
+    return xn;
+}
+
+void layer_output(const ForwardCtx& c, int il, float* y, const Weight* post) {
+    const Weight* next = il + 1 < c.hp.n_layer ? &c.w.layers[il + 1].attn_norm : nullptr;
+    residual_norm(c, y, post, next, c.s.xn.data());
 }
 
 // ---- binding ----
@@ -262,12 +281,11 @@ void bind_decoder_layers(const GgufFile& f, const HParams& hp, ModelWeights& w, 
 void decoder_layer_prenorm(ForwardCtx& c, int il) {
     const LayerWeights& L = c.w.layers[il];
     float* xn = c.s.xn.data();
-    norm_rows(c, c.x, L.attn_norm, xn, c.hp.n_embd);
-    self_attention(c, il, xn);
-    residual_add(c, c.s.out.data());
-    norm_rows(c, c.x, L.ffn_norm, xn, c.hp.n_embd);
+    float* out = c.s.out.data();
+    self_attention(c, il, layer_input(c, il));
+    residual_norm(c, out, nullptr, &L.ffn_norm, xn);
     ffn_gated(c, il, xn, FfnAct::silu);
-    residual_add(c, c.s.out.data());
+    layer_output(c, il, out, nullptr);
 }
 
 }  // namespace bee

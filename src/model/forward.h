@@ -51,8 +51,15 @@ void self_attention(ForwardCtx& c, int il, const float* xn);
 enum class FfnAct { silu, gelu };
 // Gated FFN of layer il on normed input xn into c.s.out: down(act(gate(xn)) * up(xn)).
 void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act);
-// x += y over (n_rows, n_embd).
-void residual_add(const ForwardCtx& c, const float* y);
+// The residual step of a pre-norm block, one pass over the rows: y = rms_norm(y) * post when `post` is
+// given (Gemma's post-norms), x += y, then xn = rms_norm(x) * next when `next` is given.
+void residual_norm(const ForwardCtx& c, float* y, const Weight* post, const Weight* next, float* xn);
+// A pre-norm decoder layer's input: xn = attn_norm(x). For il > 0 the previous layer's last
+// residual_norm already wrote it (layer_output), so only layer 0 computes it here.
+const float* layer_input(const ForwardCtx& c, int il);
+// The layer's last residual step: x += post(y), and xn = the next layer's attn_norm(x) (none after the
+// last layer: the engine normalizes only the rows that return logits).
+void layer_output(const ForwardCtx& c, int il, float* y, const Weight* post);
 
 // Binding helpers for architecture files: the tensor `name` with shape (ne0, ne1); throws Error naming
 // the file and tensor if missing (when required), of another shape, or of an unsupported type.

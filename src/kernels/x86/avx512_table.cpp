@@ -14,6 +14,18 @@ extern const GemmKernel kGemmRows16Q2_K, kGemmRows16Q3_K, kGemmRows16Q4_K, kGemm
 // gemm_float_avx512.cpp (GGUF rows)
 extern const GemmKernel kGemmF32, kGemmF16, kGemmBF16;
 
+// quantize_avx512.cpp
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1(const float* src, void* dst, int64_t n);
+
+QuantizeRowFn quantize_activation(GgmlType t) {
+    switch (t) {
+        case GgmlType::Q8_0: return quantize_row_q8_0;
+        case GgmlType::Q8_1: return quantize_row_q8_1;
+        default: return nullptr;
+    }
+}
+
 const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout) {
     if (layout == WeightLayout::rows16) {
         switch (wtype) {

@@ -40,14 +40,10 @@ static void gemma3_forward_layer(ForwardCtx& c, int il) {
     const LayerWeights& L = c.w.layers[il];
     float* xn = c.s.xn.data();
     float* out = c.s.out.data();
-    norm_rows(c, c.x, L.attn_norm, xn, c.hp.n_embd);
-    self_attention(c, il, xn);
-    norm_rows(c, out, L.post_attn_norm, out, c.hp.n_embd);
-    residual_add(c, out);
-    norm_rows(c, c.x, L.ffn_norm, xn, c.hp.n_embd);
+    self_attention(c, il, layer_input(c, il));
+    residual_norm(c, out, &L.post_attn_norm, &L.ffn_norm, xn);
     ffn_gated(c, il, xn, FfnAct::gelu);
-    norm_rows(c, out, L.post_ffn_norm, out, c.hp.n_embd);
-    residual_add(c, out);
+    layer_output(c, il, out, &L.post_ffn_norm);
 }
 
 extern const ArchDef kArchGemma3 = {"gemma3", gemma3_load, gemma3_forward_layer};

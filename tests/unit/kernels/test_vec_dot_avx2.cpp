@@ -12,6 +12,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/x86/avx2.h"
+#include "kernels/x86/avx512.h"
 #include "kernels_test_util.h"
 #include "quant/blocks.h"
 
@@ -262,6 +263,15 @@ std::vector<std::vector<float>> edge_rows() {
     return rows;
 }
 
+// The fast quantizers of every ISA this CPU has (AVX2, and AVX-512 where it has its own) for type t.
+std::vector<std::pair<const char*, QuantizeRowFn>> fast_quantizers(GgmlType t) {
+    std::vector<std::pair<const char*, QuantizeRowFn>> out;
+    if (have_avx2()) out.push_back({"avx2", avx2::quantize_activation(t)});
+    if (cpu_isa_max() >= Isa::avx512 && avx512::quantize_activation(t))
+        out.push_back({"avx512", avx512::quantize_activation(t)});
+    return out;
+}
+
 TEST(QuantizeActivationAvx2, BytesMatchReference) {
     if (!have_avx2()) {
         SUCCEED() << "no AVX2 on this CPU";
@@ -270,20 +280,21 @@ TEST(QuantizeActivationAvx2, BytesMatchReference) {
     constexpr size_t kGuard = 64;
     for (GgmlType t : kActivationTypes) {
         const QuantizeRowFn ref = quant_traits(t)->quantize_row;
-        const QuantizeRowFn fast = avx2::quantize_activation(t);
-        int rows = 0;
-        for (const std::vector<float>& x : edge_rows()) {
-            for (int64_t n : {block_size(t), (int64_t)x.size()}) {
-                const size_t bytes = ggml_row_size(t, n);
-                std::vector<uint8_t> want(bytes + kGuard, 0xA5), got(bytes + kGuard, 0xA5);
-                ref(x.data(), want.data(), n);
-                fast(x.data(), got.data(), n);
-                ++rows;
-                ASSERT_EQ(memcmp(want.data(), got.data(), bytes + kGuard), 0)
-                    << ggml_type_name(t) << " row " << rows << " n=" << n;
+        for (const auto& [isa, fast] : fast_quantizers(t)) {
+            int rows = 0;
+            for (const std::vector<float>& x : edge_rows()) {
+                for (int64_t n : {block_size(t), (int64_t)x.size()}) {
+                    const size_t bytes = ggml_row_size(t, n);
+                    std::vector<uint8_t> want(bytes + kGuard, 0xA5), got(bytes + kGuard, 0xA5);
+                    ref(x.data(), want.data(), n);
+                    fast(x.data(), got.data(), n);
+                    ++rows;
+                    ASSERT_EQ(memcmp(want.data(), got.data(), bytes + kGuard), 0)
+                        << isa << " " << ggml_type_name(t) << " row " << rows << " n=" << n;
+                }
             }
+            printf("[ %s q8 ] %-4s %d rows byte-identical to the reference\n", isa, ggml_type_name(t), rows);
         }
-        printf("[ avx2 q8 ] %-4s %d rows byte-identical to the reference\n", ggml_type_name(t), rows);
     }
 }
 
@@ -307,8 +318,10 @@ TEST(QuantizeActivationAvx2, BytesMatchReferenceNearTies) {
             const size_t bytes = ggml_row_size(t, n);
             std::vector<uint8_t> want(bytes), got(bytes);
             quant_traits(t)->quantize_row(x.data(), want.data(), n);
-            avx2::quantize_activation(t)(x.data(), got.data(), n);
-            ASSERT_EQ(memcmp(want.data(), got.data(), bytes), 0) << ggml_type_name(t) << " rep " << rep;
+            for (const auto& [isa, fast] : fast_quantizers(t)) {
+                fast(x.data(), got.data(), n);
+                ASSERT_EQ(memcmp(want.data(), got.data(), bytes), 0) << isa << " " << ggml_type_name(t) << " rep " << rep;
+            }
         }
     }
 }

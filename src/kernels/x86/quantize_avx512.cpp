@@ -1,0 +1,71 @@
+// kernels/x86/quantize_avx512: AVX-512 float -> Q8_0 / Q8_1 activation quantizers, byte-identical to the
+// reference quantizers in quant/quant_legacy.cpp for every input, NaN and inf included (as the AVX2 ones
+// in quantize_avx2.cpp, with 16 lanes, mask registers, a saturating narrow and F16C scale conversion).
+// The activations of every matmul go through one of these; with several rows per step (a server step, a
+// verify batch) the AVX2 version's per-block scalar work was ~5% of the step.
+// note: no float multiply here feeds a float add or subtract, so -ffp-contract cannot fuse one into an
+// FMA; the scales are the reference's scalar expressions; F16C rounds to nearest even like fp32_to_fp16,
+// and its one NaN case (0 · inf for Q8_1's s) gives the same default-NaN half.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include "kernels/x86/avx512.h"
+#include "quant/blocks.h"
+
+namespace bee::avx512 {
+
+namespace {
+
+// The reference round_q8(x * id): NaN -> 0, else roundf (half away from zero) clamped to [-128, 127].
+// note: clamping before rounding gives the same integer as rounding then clamping.
+inline __m512i round_q8(__m512 x, __m512 id) {
+    __m512 v = _mm512_mul_ps(x, id);
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+    v = _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(-128.0f)), _mm512_set1_ps(127.0f));
+    const __m512 a = _mm512_abs_ps(v);
+    const __m512 f = _mm512_roundscale_ps(a, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __mmask16 up = _mm512_cmp_ps_mask(a, _mm512_add_ps(f, _mm512_set1_ps(0.5f)), _CMP_GE_OQ);
+    const __m512 r = _mm512_mask_add_ps(f, up, f, _mm512_set1_ps(1.0f));
+    const __m512 sign = _mm512_and_ps(v, _mm512_set1_ps(-0.0f));
+    return _mm512_cvtps_epi32(_mm512_or_ps(r, sign));
+}
+
+inline uint16_t to_half(float f) { return (uint16_t)_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+
+// One block of 32: writes qs, returns d; *sum gets Σ q.
+inline float quantize_block(const float* x, int8_t* qs, int* sum) {
+    const __m512 x0 = _mm512_loadu_ps(x), x1 = _mm512_loadu_ps(x + 16);
+    // max(|v|, acc) keeps acc where |v| is NaN, as the reference's `|x| > amax ? |x| : amax`
+    const __m512 acc = _mm512_max_ps(_mm512_abs_ps(x1), _mm512_max_ps(_mm512_abs_ps(x0), _mm512_setzero_ps()));
+    const float amax = _mm512_reduce_max_ps(acc);
+    const float d = amax / 127;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const __m512 vid = _mm512_set1_ps(id);
+    const __m512i q0 = round_q8(x0, vid), q1 = round_q8(x1, vid);
+    _mm_storeu_si128((__m128i*)qs, _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128((__m128i*)(qs + 16), _mm512_cvtsepi32_epi8(q1));
+    *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    return d;
+}
+
+}  // namespace
+
+// Referenced from avx512_table.cpp.
+void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
+    BlockQ8_0* y = (BlockQ8_0*)dst;
+    int sum;
+    for (int64_t b = 0; b < n / QK8_0; ++b) y[b].d = to_half(quantize_block(src + b * QK8_0, y[b].qs, &sum));
+}
+
+void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
+    BlockQ8_1* y = (BlockQ8_1*)dst;
+    for (int64_t b = 0; b < n / QK8_1; ++b) {
+        int sum;
+        const float d = quantize_block(src + b * QK8_1, y[b].qs, &sum);
+        y[b].d = to_half(d);
+        y[b].s = to_half((float)sum * d);
+    }
+}
+
+}  // namespace bee::avx512
