@@ -135,9 +135,14 @@ bool KvCache::alloc(int n, const int32_t* pos, const int32_t* seq, int32_t* cell
         cells_[c].seq_mask = 1ull << seq[k];
         shift_[c] = 0;
         cells_out[k++] = c;
+        end_ = std::max(end_, c + 1);
     }
     n_used_ += n;
     return true;
+}
+
+void KvCache::trim_end() {
+    while (end_ > 0 && !cells_[end_ - 1].used()) end_--;
 }
 
 void KvCache::free_cells(const int32_t* cells, int n) {
@@ -147,10 +152,11 @@ void KvCache::free_cells(const int32_t* cells, int n) {
         c = KvCell{};
         shift_[cells[i]] = 0;
     }
+    trim_end();
 }
 
 void KvCache::seq_rm(int seq, int32_t p0, int32_t p1) {
-    for (int i = 0; i < p_.n_cells; i++) {
+    for (int i = 0; i < end_; i++) {
         KvCell& c = cells_[i];
         if (!c.used() || !in_range(c.pos, p0, p1)) continue;
         if (seq < 0) c.seq_mask = 0;
@@ -161,16 +167,19 @@ void KvCache::seq_rm(int seq, int32_t p0, int32_t p1) {
             n_used_--;
         }
     }
+    trim_end();
 }
 
 void KvCache::seq_cp(int src, int dst, int32_t p0, int32_t p1) {
     if (src == dst) return;
-    for (KvCell& c : cells_)
+    for (int i = 0; i < end_; i++) {
+        KvCell& c = cells_[i];
         if (c.has_seq(src) && in_range(c.pos, p0, p1)) c.seq_mask |= 1ull << dst;
+    }
 }
 
 void KvCache::seq_keep(int seq) {
-    for (int i = 0; i < p_.n_cells; i++) {
+    for (int i = 0; i < end_; i++) {
         KvCell& c = cells_[i];
         if (!c.used()) continue;
         c.seq_mask &= 1ull << seq;
@@ -180,17 +189,18 @@ void KvCache::seq_keep(int seq) {
             n_used_--;
         }
     }
+    trim_end();
 }
 
 void KvCache::seq_shift(int seq, int32_t p0, int32_t p1, int32_t delta) {
     if (delta == 0) return;
     // Checked before anything moves, so a refused shift leaves the cache as it was.
-    for (int i = 0; i < p_.n_cells; i++) {
+    for (int i = 0; i < end_; i++) {
         const KvCell& c = cells_[i];
         if (c.has_seq(seq) && in_range(c.pos, p0, p1) && c.seq_mask != (1ull << seq))
             fail("KV cache: cannot shift positions of sequence %d: cell %d is shared with other sequences", seq, i);
     }
-    for (int i = 0; i < p_.n_cells; i++) {
+    for (int i = 0; i < end_; i++) {
         KvCell& c = cells_[i];
         if (!c.has_seq(seq) || !in_range(c.pos, p0, p1)) continue;
         c.pos += delta;
@@ -202,6 +212,7 @@ void KvCache::seq_shift(int seq, int32_t p0, int32_t p1, int32_t delta) {
             n_used_--;
         }
     }
+    trim_end();
 }
 
 void KvCache::clear() {
@@ -209,31 +220,32 @@ void KvCache::clear() {
     std::fill(shift_.begin(), shift_.end(), 0);
     has_shift_ = false;
     n_used_ = 0;
+    end_ = 0;
 }
 
 int32_t KvCache::seq_pos_max(int seq) const {
     int32_t m = -1;
-    for (const KvCell& c : cells_)
-        if (c.has_seq(seq) && c.pos > m) m = c.pos;
+    for (int i = 0; i < end_; i++)
+        if (cells_[i].has_seq(seq) && cells_[i].pos > m) m = cells_[i].pos;
     return m;
 }
 
 int32_t KvCache::seq_pos_min(int seq) const {
     int32_t m = -1;
-    for (const KvCell& c : cells_)
-        if (c.has_seq(seq) && (m < 0 || c.pos < m)) m = c.pos;
+    for (int i = 0; i < end_; i++)
+        if (cells_[i].has_seq(seq) && (m < 0 || cells_[i].pos < m)) m = cells_[i].pos;
     return m;
 }
 
 int KvCache::seq_n_cells(int seq) const {
     int n = 0;
-    for (const KvCell& c : cells_) n += c.has_seq(seq);
+    for (int i = 0; i < end_; i++) n += cells_[i].has_seq(seq);
     return n;
 }
 
 void KvCache::seq_cells_sorted(int seq, std::vector<std::pair<int32_t, int32_t>>& out) const {
     out.clear();
-    for (int i = 0; i < p_.n_cells; i++)
+    for (int i = 0; i < end_; i++)
         if (cells_[i].has_seq(seq)) out.emplace_back(cells_[i].pos, i);
     std::sort(out.begin(), out.end());
 }

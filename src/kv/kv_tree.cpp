@@ -9,7 +9,7 @@ namespace bee {
 
 void kv_tree_commit(KvCache& kv, int seq, int32_t pos0, const std::vector<uint8_t>& keep) {
     std::vector<int32_t> cells;
-    for (int c = 0; c < kv.n_cells(); c++) {
+    for (int c = 0; c < kv.cell_end(); c++) {
         const KvCell& cell = kv.cell(c);
         if (cell.has_seq(seq) && cell.pos >= pos0) cells.push_back(c);
     }

@@ -81,6 +81,39 @@ TEST(KvCache, AllocTakesLowestFreeCellsAndFreeReleasesThem) {
     EXPECT_EQ(kv.n_used(), 4);
 }
 
+// cell_end() bounds the used cells from above and every scan stops there: it grows with alloc, shrinks
+// only when the top cells are freed, and the queries see the same cells either way.
+TEST(KvCache, CellEndTracksTheHighestUsedCell) {
+    KvCache kv(small_params(64));
+    EXPECT_EQ(kv.cell_end(), 0);
+    alloc_seq(kv, 0, 0, 5);   // cells 0-4
+    alloc_seq(kv, 1, 0, 3);   // cells 5-7
+    EXPECT_EQ(kv.cell_end(), 8);
+    kv.seq_rm(0, 2, 4);       // a hole in the middle: the bound stays
+    EXPECT_EQ(kv.cell_end(), 8);
+    EXPECT_EQ(positions(kv, 0), (std::vector<int32_t>{0, 1, 4}));
+    kv.seq_rm(1, 1, -1);      // cells 6-7 go: the bound falls to the highest used cell
+    EXPECT_EQ(kv.cell_end(), 6);
+    EXPECT_EQ(kv.seq_pos_max(1), 0);
+    alloc_seq(kv, 1, 1, 3);   // refills 2, 3, then 6
+    EXPECT_EQ(kv.cell_end(), 7);
+    EXPECT_EQ(positions(kv, 1), (std::vector<int32_t>{0, 1, 2, 3}));
+    EXPECT_EQ(kv.seq_n_cells(1), 4);
+    const int32_t top = 6;
+    kv.free_cells(&top, 1);
+    EXPECT_EQ(kv.cell_end(), 6);
+    kv.seq_keep(0);           // cells 0, 1, 4 of sequence 0 remain
+    EXPECT_EQ(kv.cell_end(), 5);
+    EXPECT_EQ(kv.seq_pos_min(0), 0);
+    EXPECT_EQ(kv.seq_pos_max(0), 4);
+    kv.seq_shift(0, 0, -1, -10);  // shifted below zero: all dropped
+    EXPECT_EQ(kv.cell_end(), 0);
+    EXPECT_EQ(kv.n_used(), 0);
+    alloc_seq(kv, 2, 0, 2);
+    kv.clear();
+    EXPECT_EQ(kv.cell_end(), 0);
+}
+
 TEST(KvCache, FullCacheAllocReturnsFalseAndChangesNothing) {
     KvCache kv(small_params(4));
     alloc_seq(kv, 0, 0, 3);

@@ -87,6 +87,32 @@ TEST(Argmax, PicksLargestAndLowestOnTies) {
     EXPECT_EQ(argmax(e, 2), 0);
 }
 
+// The block scan against the element-by-element definition, on lengths around its 64-value blocks,
+// with ties across and inside blocks, NaN, ±inf and ±0 mixed in.
+TEST(Argmax, BlockScanMatchesTheDefinition) {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    const float specials[] = {nan, inf, -inf, 0.0f, -0.0f, 3.0f, -3.0f};
+    auto reference = [](const std::vector<float>& x) {
+        int32_t best = 0;
+        while (best < (int32_t)x.size() - 1 && std::isnan(x[best])) best++;
+        for (int32_t i = best + 1; i < (int32_t)x.size(); i++)
+            if (x[i] > x[best]) best = i;
+        return best;
+    };
+    TestRng r(5);
+    for (int32_t n : {1, 2, 63, 64, 65, 127, 128, 129, 200, 1000, 49152}) {
+        for (int rep = 0; rep < 40; rep++) {
+            std::vector<float> x(static_cast<size_t>(n));
+            for (float& v : x) v = (float)(int)(r.next() * 7) - 3.0f;  // few distinct values: many ties
+            const int n_special = rep % 4 == 0 ? 0 : 1 + rep % 5;
+            for (int k = 0; k < n_special; k++) x[(size_t)(r.next() * n) % n] = specials[(size_t)(r.next() * 7) % 7];
+            if (rep == 39) std::fill(x.begin(), x.end(), nan);
+            if (rep == 38) std::fill(x.begin(), x.end(), -inf);
+            ASSERT_EQ(argmax(x.data(), n), reference(x)) << "n " << n << " rep " << rep;
+        }
+    }
+}
+
 TEST(Greedy, TakesArgmaxWithTiesToLowestId) {
     SamplingParams p;  // llama-cli defaults, but greedy
     p.temp = 0.0f;
