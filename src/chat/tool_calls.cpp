@@ -186,12 +186,14 @@ ToolCallFormat detect_tool_call_format(std::string_view src) {
     return ToolCallFormat::generic;
 }
 
-ToolCallSyntax tool_call_syntax(ToolCallFormat f) {
+ToolCallSyntax tool_call_syntax(ToolCallFormat f, std::string_view template_source) {
+    if (f == ToolCallFormat::mistral && template_source.find(kMistralArgs) != std::string_view::npos)
+        return {"", "", std::string(kMistralOpen), "", "", "arguments", std::string(kMistralArgs)};
     switch (f) {
-    case ToolCallFormat::hermes: return {"", "", std::string(kHermesOpen) + "\n", "\n" + std::string(kHermesClose), "\n", "arguments"};
-    case ToolCallFormat::llama3: return {"", "", "", "", "", "parameters"};
-    case ToolCallFormat::mistral: return {"[", "]", "", "", ", ", "arguments"};  // [TOOL_CALLS] is a control token
-    default: return {"", "", "", "", "", "arguments"};
+    case ToolCallFormat::hermes: return {"", "", std::string(kHermesOpen) + "\n", "\n" + std::string(kHermesClose), "\n", "arguments", ""};
+    case ToolCallFormat::llama3: return {"", "", "", "", "", "parameters", ""};
+    case ToolCallFormat::mistral: return {"[", "]", "", "", ", ", "arguments", ""};  // [TOOL_CALLS] is a control token
+    default: return {"", "", "", "", "", "arguments", ""};
     }
 }
 

@@ -56,14 +56,20 @@ private:
 
 // How a format writes its calls, so that a grammar can force one (tool_choice "required"): each call is
 // call_open + {"name": …, "<args_key>": {…}} + call_close, the calls (one, or several when the format has a
-// separator) sit between list_open and list_close. The parser above reads back exactly this shape.
+// separator) sit between list_open and list_close. With args_open set (Mistral Small 3.2 / Devstral) a
+// call is instead call_open + name + args_open + {…}, and calls simply follow each other. The parser
+// above reads back exactly these shapes. note: markers such as [TOOL_CALLS] and [ARGS] are control
+// tokens in Mistral vocabularies; the grammar writer emits them as whole tokens where the model has them.
 struct ToolCallSyntax {
     std::string list_open, list_close;
     std::string call_open, call_close;
-    std::string separator;  // between calls; empty: the format writes one call
+    std::string separator;  // between calls; empty: the format writes one call (unless args_open is set)
     std::string args_key;   // "arguments", or "parameters" (Llama 3.x)
+    std::string args_open;  // "[ARGS]": the name-then-arguments form; empty: the JSON object form
 };
-ToolCallSyntax tool_call_syntax(ToolCallFormat f);
+// `template_source` tells the two Mistral forms apart: a template that writes [ARGS] teaches
+// [TOOL_CALLS]name[ARGS]{…}; the older ones teach [TOOL_CALLS][{…}].
+ToolCallSyntax tool_call_syntax(ToolCallFormat f, std::string_view template_source = {});
 
 // Whole-text convenience: feed(text) + finish() merged.
 ToolCallDelta parse_tool_calls(ToolCallFormat f, std::string_view text);

@@ -30,10 +30,6 @@ static_assert(kPart % kTile == 0, "partitions hold whole tiles");
 
 int row_parts(int n_cells) { return n_cells <= kPart ? 1 : (n_cells + kPart - 1) / kPart; }
 
-void exp_scalar(float* x, int64_t n) {
-    for (int64_t i = 0; i < n; i++) x[i] = expf(x[i]);
-}
-
 struct AttnJob {
     const AttentionArgs* a;
     KvOps kops, vops;
@@ -42,7 +38,6 @@ struct AttnJob {
     size_t k_head_bytes, v_head_bytes;  // bytes of one kv head in K / V (kv_head_bytes)
     int group;                          // query heads per kv head (GQA)
     int heads_per_task;                 // query heads of one group handled by one task
-    void (*exp_fn)(float*, int64_t);
     // Several query rows: every visible cell's K / V heads decoded once up front (decode_cells), as
     // (cell, kv head, dk / dv) floats; nullptr when the type is read in place or rows are single.
     const float* k_dec = nullptr;
@@ -138,25 +133,16 @@ void attend_heads(const AttnJob& j, int r, int part, int kvh, int h0, int nh, Sc
         score(w.q.data(), nh, dk, w.kptr, nt, w.s.data());
         for (int i = 0; i < nh; i++) {
             float* s = w.s.data() + i * kTile;
-            float tmax = -INFINITY;
-            for (int c = 0; c < nt; c++) {
-                float x = a.scale * s[c];
-                if (a.softcap > 0) x = a.softcap * tanhf(x * inv_cap);
-                s[c] = x;
-                tmax = x > tmax ? x : tmax;
+            float scale = a.scale;
+            if (a.softcap > 0) {  // the cap first, then the step takes the capped scores as they are
+                for (int c = 0; c < nt; c++) s[c] = a.softcap * tanhf(a.scale * s[c] * inv_cap);
+                scale = 1.0f;
             }
-            if (tmax > w.m[i]) {
-                if (w.m[i] != -INFINITY) {
-                    const float corr = expf(w.m[i] - tmax);
-                    float* acc = w.acc.data() + (size_t)i * dv;
-                    for (int e = 0; e < dv; e++) acc[e] *= corr;
-                    w.l[i] *= corr;
-                }
-                w.m[i] = tmax;
+            const float corr = j.math.softmax(s, nt, scale, &w.m[i], &w.l[i]);
+            if (corr != 1.0f) {
+                float* acc = w.acc.data() + (size_t)i * dv;
+                for (int e = 0; e < dv; e++) acc[e] *= corr;
             }
-            for (int c = 0; c < nt; c++) s[c] -= w.m[i];
-            j.exp_fn(s, nt);
-            for (int c = 0; c < nt; c++) w.l[i] += s[c];
         }
         const KvAccumFn accum = tile_heads(j.vops, j.vops.accum, j.math.accum, v_dec, a.v, a.v_cell_bytes,
                                            j.v_head_bytes, a.n_head_kv, cells + t0, nt, kvh, dv, w.vbuf.data(), w.vptr);
@@ -310,7 +296,6 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
     const int tasks_per_kvh = (j.group + j.heads_per_task - 1) / j.heads_per_task;
     static thread_local DecodedCells decoded;
     if (a.n_rows > 1 && (j.kops.decode || j.vops.decode)) decode_cells(pool, j, decoded);
-    j.exp_fn = cpu_isa() >= Isa::avx2 ? avx2_ops::exp_inplace : exp_scalar;
     static thread_local std::vector<float> pm, pl, pacc;
     const bool split = n_units > a.n_rows;
     if (split) {

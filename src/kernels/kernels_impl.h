@@ -57,10 +57,17 @@ void with_tile_shape(int nh, int dk, F&& f) {
     }
 }
 
-// The tile kernels on f32 heads (heads[c] points at dk / dv floats).
+// One online-softmax step of one query head over a tile: x_c = scale · s[c] for c < nt; m' = max(m, max_c
+// x_c); s[c] = exp(x_c − m') (s has kAttnTile floats; past nt it may be written); l = l · corr + Σ_c s[c]
+// with corr = exp(m − m') (1 while m is −inf); m = m'. Returns corr, by which the caller scales the head's
+// accumulator. The order of the sum is fixed per ISA, so a row's result depends only on its own cells.
+using SoftmaxStepFn = float (*)(float* s, int nt, float scale, float* m, float* l);
+
+// The tile kernels on f32 heads (heads[c] points at dk / dv floats) and the softmax step.
 struct AttnMath {
     KvScoreFn score;
     KvAccumFn accum;
+    SoftmaxStepFn softmax;
 };
 AttnMath attn_math_for();
 
@@ -79,6 +86,7 @@ void silu(float* x, int64_t n);
 void gelu_tanh(float* x, int64_t n);
 void softmax(float* x, int64_t n);
 void exp_inplace(float* x, int64_t n);  // x[i] = exp(x[i]), ~1 ulp, flushes below exp(-87) to 0
+float softmax_step(float* s, int nt, float scale, float* m, float* l);  // SoftmaxStepFn, 8 lanes
 KvOps kv_ops(GgmlType t);
 AttnMath attn_math();
 }  // namespace avx2_ops

@@ -342,6 +342,6 @@ KvOps kv_ops(GgmlType t) {
     }
 }
 
-AttnMath attn_math() { return {score_tile<LoadF32>, accum_tile<LoadF32>}; }
+AttnMath attn_math() { return {score_tile<LoadF32>, accum_tile<LoadF32>, softmax_step}; }
 
 }  // namespace bee::avx2_ops

@@ -261,6 +261,6 @@ KvOps kv_ops(GgmlType t) {
     }
 }
 
-AttnMath attn_math() { return {score_tile<LoadF32>, accum_tile<LoadF32>}; }
+AttnMath attn_math() { return {score_tile<LoadF32>, accum_tile<LoadF32>, avx2_ops::softmax_step}; }
 
 }  // namespace bee::avx512_ops

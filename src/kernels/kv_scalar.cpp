@@ -1,6 +1,7 @@
 // kernels/kv_scalar: the portable KV head decoders of every KV storage type and the f32 tile kernels of
 // the attention driver; the reference the AVX2 / AVX-512 tables are tested against, and the fallback
 // where they have no decoder.
+#include <cmath>
 #include <cstring>
 
 #include "kernels/kernels_impl.h"
@@ -82,6 +83,26 @@ KvOps ops(GgmlType t) {
 #undef BEE_KV_DEQUANT
 #undef BEE_KV_TURBO
 
-AttnMath attn_math() { return {score, accum}; }
+// The softmax step (SoftmaxStepFn) one element at a time, the sum in cell order.
+float softmax_step(float* s, int nt, float scale, float* m, float* l) {
+    float tmax = -INFINITY;
+    for (int c = 0; c < nt; c++) {
+        s[c] *= scale;
+        tmax = s[c] > tmax ? s[c] : tmax;
+    }
+    float corr = 1.0f;
+    if (tmax > *m) {
+        if (*m != -INFINITY) corr = expf(*m - tmax);
+        *l *= corr;
+        *m = tmax;
+    }
+    for (int c = 0; c < nt; c++) {
+        s[c] = expf(s[c] - *m);
+        *l += s[c];
+    }
+    return corr;
+}
+
+AttnMath attn_math() { return {score, accum, softmax_step}; }
 
 }  // namespace bee::kv_scalar

@@ -34,7 +34,8 @@ bool GrammarElem::matches(uint32_t cp) const {
             break;
         }
     }
-    return in != negated;
+    if (negated) return !in && cp < kGrammarTokenBase;  // a negated class never matches a whole token
+    return in;
 }
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
@@ -146,6 +147,20 @@ bool GrammarMatcher::allows(std::string_view bytes) const {
     return copy.accept(bytes);
 }
 
+bool GrammarMatcher::names_token(int32_t id) const {
+    return std::binary_search(g_->tokens.begin(), g_->tokens.end(), id);
+}
+
+bool GrammarMatcher::accept_token(int32_t id) {
+    if (partial_left_ > 0 || !names_token(id)) return false;
+    return step(stacks_, kGrammarTokenBase + (uint32_t)id);
+}
+
+bool GrammarMatcher::allows_token(int32_t id) const {
+    GrammarMatcher copy = *this;
+    return copy.accept_token(id);
+}
+
 bool GrammarMatcher::can_end() const {
     if (partial_left_ > 0) return false;
     return std::any_of(stacks_.begin(), stacks_.end(), [](const Stack& s) { return s.empty(); });
@@ -166,6 +181,7 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> g, std::shar
 bool GrammarConstraint::allowed(int32_t id) const {
     if (id < 0 || (size_t)id >= vocab_->text.size()) return false;
     if (vocab_->is_eog[id]) return m_.can_end();
+    if (m_.names_token(id) && m_.allows_token(id)) return true;
     const std::string& t = vocab_->text[id];
     return !t.empty() && m_.allows(t);
 }
@@ -267,6 +283,7 @@ const std::vector<uint8_t>& GrammarConstraint::allowed_all() {
 bool GrammarConstraint::accept(int32_t id) {
     if (id < 0 || (size_t)id >= vocab_->text.size()) return false;
     if (vocab_->is_eog[id]) return m_.can_end();
+    if (m_.names_token(id) && m_.accept_token(id)) return true;
     return m_.accept(vocab_->text[id]);
 }
 

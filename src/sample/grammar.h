@@ -15,6 +15,13 @@
 
 namespace bee {
 
+// `<[id]>` in GBNF (llama.cpp's syntax) matches one whole token by id, e.g. a control token such as
+// Mistral's [TOOL_CALLS], whose text is not generated text. Such a terminal is a `chars` element holding
+// the code point kGrammarTokenBase + id: no text decodes past U+10FFFF, so only that token can match it,
+// and negated classes never do. Only the ids a grammar names this way are ever allowed as tokens.
+constexpr uint32_t kGrammarTokenBase = 0x110000;
+constexpr uint32_t kGrammarMaxTokenId = 0xFFFFFF;
+
 // One element of a rule alternative. Literals become one `chars` element per code point.
 struct GrammarElem {
     enum Kind : uint8_t { chars, rule, end };  // end: closes an alternative
@@ -31,10 +38,12 @@ struct Grammar {
     std::vector<GrammarElem> elems;
     std::vector<std::vector<uint32_t>> rules;  // rule id -> first element of each alternative
     std::vector<std::string> names;            // rule id -> name (generated helpers: "name_N")
+    std::vector<int32_t> tokens;               // ids named by `<[id]>` terminals, sorted, unique
     uint32_t root = 0;
 
     // Parses GBNF text (rules `name ::= ...`, alternatives `|`, literals "..." with \n \t \r \\ \" \xHH
-    // \uHHHH \UHHHHHHHH escapes, classes [a-z] [^...], `.`, groups ( ), postfix * + ? {m} {m,} {m,n},
+    // \uHHHH \UHHHHHHHH escapes, classes [a-z] [^...], `.`, whole tokens <[id]>, groups ( ), postfix * + ?
+    // {m} {m,} {m,n},
     // # comments). Throws Error with line:column, what is wrong and how to fix it; also for an undefined
     // rule, a missing `root`, and left recursion (which a pushdown matcher cannot follow).
     static std::shared_ptr<const Grammar> parse(std::string_view text);
@@ -50,6 +59,11 @@ public:
     bool accept(std::string_view bytes);
     // Whether accept(bytes) would succeed, without changing the state.
     bool allows(std::string_view bytes) const;
+    // The same for one whole token named by a `<[id]>` terminal (false for ids the grammar never names,
+    // and inside a partly seen UTF-8 character).
+    bool accept_token(int32_t id);
+    bool allows_token(int32_t id) const;
+    bool names_token(int32_t id) const;
     // The output so far is a complete sentence of the grammar.
     bool can_end() const;
     // Identifies the state: equal keys allow exactly the same continuations (the stacks, flattened).

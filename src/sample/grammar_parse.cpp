@@ -212,6 +212,25 @@ private:
         seq.push_back(std::move(sym));
     }
 
+    // `<[id]>`: one whole token by id (see kGrammarTokenBase).
+    void parse_token(Seq& seq) {
+        const size_t at = pos_;
+        if (peek(1) != '[') error(at, "expected '<[' to start a token", "write a token by id as <[123]>");
+        pos_ += 2;
+        if (!(peek() >= '0' && peek() <= '9')) error(at, "expected a token id in <[...]>", "write a token by id as <[123]>");
+        uint32_t id = 0;
+        while (peek() >= '0' && peek() <= '9') {
+            id = id * 10 + (uint32_t)(peek() - '0');
+            if (id > kGrammarMaxTokenId) error(at, "token id too large", "use the id of a token of the model's vocabulary");
+            pos_++;
+        }
+        if (peek() != ']' || peek(1) != '>') error(at, "unclosed token '<[id'", "close it with ']>'");
+        pos_ += 2;
+        Sym sym;
+        sym.ranges.push_back({kGrammarTokenBase + id, kGrammarTokenBase + id});
+        seq.push_back(std::move(sym));
+    }
+
     uint32_t parse_count() {
         const size_t at = pos_;
         uint64_t v = 0;
@@ -296,6 +315,8 @@ private:
                 parse_literal(seq);
             } else if (c == '[') {
                 parse_class(seq);
+            } else if (c == '<') {
+                parse_token(seq);
             } else if (c == '.') {
                 pos_++;
                 Sym any;
@@ -361,11 +382,15 @@ private:
                     e.rule_id = s.rule;
                     e.negated = s.negated;
                     e.ranges = s.ranges;
+                    if (!s.is_rule && !s.negated && !s.ranges.empty() && s.ranges[0].first >= kGrammarTokenBase)
+                        g->tokens.push_back((int32_t)(s.ranges[0].first - kGrammarTokenBase));
                     g->elems.push_back(std::move(e));
                 }
                 g->elems.push_back(GrammarElem{});  // end
             }
         }
+        std::sort(g->tokens.begin(), g->tokens.end());
+        g->tokens.erase(std::unique(g->tokens.begin(), g->tokens.end()), g->tokens.end());
         return g;
     }
 

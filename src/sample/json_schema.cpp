@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <functional>
 #include <vector>
 
@@ -30,7 +31,18 @@ json-null ::= "null"
 const std::set<std::string> kAnnotations = {"title", "description", "default", "examples", "$schema", "$id", "$comment",
                                             "$defs", "definitions"};
 const std::set<std::string> kKeywords = {"type", "properties", "required", "additionalProperties", "items", "minItems",
-                                         "maxItems", "minLength", "maxLength", "enum", "const", "anyOf", "oneOf", "$ref"};
+                                         "maxItems", "minLength", "maxLength", "enum", "const", "anyOf", "oneOf", "$ref",
+                                         "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+                                         "exclusiveMaximum", "allOf", "prefixItems"};
+
+// `format` values with an exact grammar (RFC 3339 date/time, RFC 4122 uuid). Others are refused rather
+// than silently unconstrained, so a client never gets output it believes was checked.
+const std::map<std::string, std::string> kFormats = {
+    {"date", R"("\"" [0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) "\"")"},
+    {"time", R"("\"" ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ) "\"")"},
+    {"date-time", R"("\"" [0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) "T" ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ) "\"")"},
+    {"uuid", R"("\"" [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12} "\"")"},
+};
 
 [[noreturn]] void unsupported(const std::string& what, const std::string& path, const std::string& fix) {
     fail("json_schema: %s at %s; %s", what.c_str(), path.c_str(), fix.c_str());
@@ -86,6 +98,7 @@ std::string JsonSchemaGbnf::expr(const Json& s, const std::string& path) {
         if (!kKeywords.count(k) && !kAnnotations.count(k))
             unsupported("unsupported keyword '" + k + "'", path, "remove it or use a supported keyword (see the README)");
     }
+    if (s.contains("allOf")) return expr(merge_all_of(s, path), path);
     if (s.contains("$ref")) {
         if (!s["$ref"].is_string()) unsupported("'$ref' must be a string", path, "use \"#/$defs/Name\"");
         return ref_rule(s["$ref"].get<std::string>(), path);
@@ -110,7 +123,10 @@ std::string JsonSchemaGbnf::expr(const Json& s, const std::string& path) {
     auto t = s.find("type");
     if (t == s.end()) {
         if (s.contains("properties")) return object_expr(s, path);
-        if (s.contains("items")) return array_expr(s, path);
+        if (s.contains("items") || s.contains("prefixItems")) return array_expr(s, path);
+        if (s.contains("pattern") || s.contains("format")) return string_expr(s, path);
+        for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+            if (s.contains(k)) unsupported(strfmt("'%s' without a type", k), path, "add \"type\": \"integer\"");
         return "json-value";
     }
     if (t->is_string()) return type_expr(t->get<std::string>(), s, path);
@@ -127,11 +143,89 @@ std::string JsonSchemaGbnf::type_expr(const std::string& type, const Json& s, co
     if (type == "object") return object_expr(s, path);
     if (type == "array") return array_expr(s, path);
     if (type == "string") return string_expr(s, path);
-    if (type == "number") return "json-number";
-    if (type == "integer") return "json-integer";
+    if (type == "number") {
+        for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
+            if (s.contains(k))
+                unsupported(strfmt("'%s' on type 'number'", k), path,
+                            "use type 'integer' (its bounds are enforced exactly) or drop the bound");
+        return "json-number";
+    }
+    if (type == "integer") return integer_expr(s, path);
     if (type == "boolean") return "json-boolean";
     if (type == "null") return "json-null";
     unsupported("unknown type '" + type + "'", path, "use string, number, integer, boolean, null, object or array");
+}
+
+// Integer bounds (numbers, possibly fractional; exclusive ones as numbers, JSON Schema draft 6+).
+std::string JsonSchemaGbnf::integer_expr(const Json& s, const std::string& path) {
+    std::optional<int64_t> lo, hi;
+    auto bound = [&](const char* key) -> std::optional<double> {
+        auto it = s.find(key);
+        if (it == s.end()) return std::nullopt;
+        if (!it->is_number())
+            unsupported(strfmt("'%s' must be a number (draft 4's boolean form is not supported)", key), path, "fix the schema");
+        const double v = it->get<double>();
+        if (!(std::fabs(v) < 1e18)) unsupported(strfmt("'%s' is beyond 1e18", key), path, "use a smaller bound");
+        return v;  // gbnf_int_range drops bounds beyond json-integer's 16 digits, or refuses an empty range
+    };
+    auto tighten_lo = [&](int64_t v) { lo = lo ? std::max(*lo, v) : v; };
+    auto tighten_hi = [&](int64_t v) { hi = hi ? std::min(*hi, v) : v; };
+    if (auto v = bound("minimum")) tighten_lo((int64_t)std::ceil(*v));
+    if (auto v = bound("exclusiveMinimum")) tighten_lo((int64_t)std::floor(*v) + 1);
+    if (auto v = bound("maximum")) tighten_hi((int64_t)std::floor(*v));
+    if (auto v = bound("exclusiveMaximum")) tighten_hi((int64_t)std::ceil(*v) - 1);
+    if (!lo && !hi) return "json-integer";
+    return gbnf_int_range(lo, hi, path);
+}
+
+// allOf: object schemas merged into one (properties united, required united); a single-element allOf
+// is its element. Anything else (e.g. two string schemas) is refused: intersecting grammars is not done.
+Json JsonSchemaGbnf::merge_all_of(const Json& s, const std::string& path) {
+    const Json& list = s["allOf"];
+    if (!list.is_array() || list.empty()) unsupported("'allOf' must be a non-empty array", path, "list the schemas");
+    Json rest = s;
+    rest.erase("allOf");
+    const bool only_annotations =
+        std::all_of(rest.items().begin(), rest.items().end(), [](const auto& kv) { return kAnnotations.count(kv.key()) > 0; });
+    if (list.size() == 1 && only_annotations) return list[0];
+    Json merged = Json::object();
+    auto add = [&](Json part, const std::string& where) {
+        while (part.is_object() && part.contains("$ref") && part["$ref"].is_string()) {  // merge what it names
+            const std::string ref = part["$ref"].get<std::string>();
+            const char* section = ref.rfind("#/$defs/", 0) == 0 ? "$defs" : ref.rfind("#/definitions/", 0) == 0 ? "definitions" : "";
+            const std::string key = *section ? ref.substr(std::string(section).size() + 3) : "";
+            if (!*section || !root_.contains(section) || !root_[section].contains(key))
+                unsupported("'$ref' \"" + ref + "\" in 'allOf' is not a local definition", where, "use \"#/$defs/Name\"");
+            part = root_[section][key];
+        }
+        if (!part.is_object()) unsupported("'allOf' parts must be object schemas", where, "merge them by hand");
+        for (auto& [k, v] : part.items()) {
+            if (k == "properties") {
+                if (!v.is_object()) unsupported("'properties' must be an object", where, "fix the schema");
+                for (auto& [name, sub] : v.items()) {
+                    if (merged["properties"].contains(name) && merged["properties"][name] != sub)
+                        unsupported("'allOf' parts give property '" + name + "' different schemas", where,
+                                    "give it one schema");
+                    merged["properties"][name] = sub;
+                }
+            } else if (k == "required") {
+                if (!v.is_array()) unsupported("'required' must be an array of names", where, "fix the schema");
+                for (const Json& n : v)
+                    if (!merged.contains("required") || std::find(merged["required"].begin(), merged["required"].end(), n) == merged["required"].end())
+                        merged["required"].push_back(n);
+            } else if (k == "type" && v == "object") {
+                merged["type"] = "object";
+            } else if (k == "additionalProperties" && v.is_boolean() && !v.get<bool>()) {
+                merged[k] = v;
+            } else if (!kAnnotations.count(k)) {
+                unsupported("'allOf' with '" + k + "' (only object schemas with properties/required merge)", where,
+                            "merge the schemas by hand");
+            }
+        }
+    };
+    add(rest, path);
+    for (size_t i = 0; i < list.size(); i++) add(list[i], path + "/allOf/" + std::to_string(i));
+    return merged;
 }
 
 std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) {
@@ -147,9 +241,13 @@ std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) 
         return "json-object";
     }
     if (!props->is_object()) unsupported("'properties' must be an object", path, "fix the schema");
-    if (extra)
-        unsupported("'additionalProperties' other than false together with 'properties'", path,
-                    "set it to false or remove it (only the listed properties are generated)");
+    // Extra keys (additionalProperties true or a schema) come after the listed ones. note: the grammar
+    // does not stop an extra key from repeating a listed name.
+    std::string more;
+    if (extra) {
+        const std::string v = ap->is_object() ? expr(*ap, path + "/additionalProperties") : "json-value";
+        more = "\",\" json-ws json-string json-ws \":\" json-ws " + v + " json-ws";
+    }
     std::set<std::string> required;
     if (auto r = s.find("required"); r != s.end()) {
         if (!r->is_array()) unsupported("'required' must be an array of names", path, "fix the schema");
@@ -170,6 +268,7 @@ std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) 
     if (!req.empty()) {
         for (size_t i = 0; i < req.size(); i++) body += (i ? " \",\" json-ws " : "") + req[i];
         for (const std::string& kv : opt) body += " ( \",\" json-ws " + kv + " )?";
+        if (extra) body += " ( " + more + " )*";
     } else {  // all optional: any one may come first, then any of the later ones
         std::string alts;
         for (size_t i = 0; i < opt.size(); i++) {
@@ -177,16 +276,20 @@ std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) 
             for (size_t j = i + 1; j < opt.size(); j++) a += " ( \",\" json-ws " + opt[j] + " )?";
             alts += (alts.empty() ? "" : " | ") + ("( " + a + " )");
         }
+        if (extra) {  // the first extra key has no comma before it when no listed one came first
+            alts = "( " + alts + " ) ( " + more + " )* | " + more.substr(more.find("json-string")) + " ( " + more + " )*";
+        }
         body = "( " + alts + " )?";
     }
     return "\"{\" json-ws " + body + " \"}\"";
 }
 
 std::string JsonSchemaGbnf::array_expr(const Json& s, const std::string& path) {
-    const std::string item = s.contains("items") ? expr(s["items"], path + "/items") : "json-value";
     const uint64_t min = count(s, "minItems", path, 0);
-    const int64_t max = s.contains("maxItems") ? (int64_t)count(s, "maxItems", path, 0) : -1;
+    int64_t max = s.contains("maxItems") ? (int64_t)count(s, "maxItems", path, 0) : -1;
     if (max >= 0 && (uint64_t)max < min) unsupported("'maxItems' below 'minItems'", path, "fix the bounds");
+    if (s.contains("prefixItems")) return prefix_array_expr(s, path, min, max);
+    const std::string item = s.contains("items") ? expr(s["items"], path + "/items") : "json-value";
     if (max == 0) return "\"[\" json-ws \"]\"";
     const std::string first = item + " json-ws", more = "\",\" json-ws " + item + " json-ws";
     const std::string rest = repeat(more, min > 0 ? min - 1 : 0, max < 0 ? -1 : max - 1);
@@ -194,8 +297,45 @@ std::string JsonSchemaGbnf::array_expr(const Json& s, const std::string& path) {
     return "\"[\" json-ws " + first + " " + rest + " \"]\"";
 }
 
+// prefixItems: element i follows prefixItems[i]; later ones follow `items` (false: none). The array may
+// stop after any element from minItems on, as JSON Schema allows a shorter array.
+std::string JsonSchemaGbnf::prefix_array_expr(const Json& s, const std::string& path, uint64_t min, int64_t max) {
+    const Json& pre = s["prefixItems"];
+    if (!pre.is_array() || pre.empty()) unsupported("'prefixItems' must be a non-empty array", path, "list the schemas");
+    const bool no_extra = s.contains("items") && s["items"].is_boolean() && !s["items"].get<bool>();
+    size_t n = pre.size();
+    if (no_extra) max = max < 0 ? (int64_t)n : std::min<int64_t>(max, (int64_t)n);
+    if (max >= 0 && (uint64_t)max < n) n = (size_t)max;  // later prefix schemas can never be used
+    if (max >= 0 && (uint64_t)max < min) unsupported("'minItems' above what 'prefixItems' and 'items' allow", path, "fix the bounds");
+    std::string tail;  // the elements after the prefix
+    if (max < 0 || (uint64_t)max > n) {
+        const std::string item = s.contains("items") ? expr(s["items"], path + "/items") : "json-value";
+        tail = repeat("\",\" json-ws " + item + " json-ws", min > n ? min - n : 0, max < 0 ? -1 : max - (int64_t)n);
+    }
+    for (size_t i = n; i-- > 0;) {  // built from the last prefix element back to the first
+        const std::string elem = expr(pre[i], path + "/prefixItems/" + std::to_string(i)) + " json-ws";
+        std::string seq = (i == 0 ? "" : "\",\" json-ws ") + elem + (tail.empty() ? "" : " " + tail);
+        tail = i >= min ? "( " + seq + " )?" : seq;
+    }
+    if (n == 0) tail = "";
+    return "\"[\" json-ws " + tail + " \"]\"";
+}
+
 std::string JsonSchemaGbnf::string_expr(const Json& s, const std::string& path) {
-    if (!s.contains("minLength") && !s.contains("maxLength")) return "json-string";
+    const bool length = s.contains("minLength") || s.contains("maxLength");
+    if (int(length) + int(s.contains("pattern")) + int(s.contains("format")) > 1)
+        unsupported("more than one of 'pattern', 'format' and minLength/maxLength", path, "keep one of them");
+    if (auto p = s.find("pattern"); p != s.end()) {
+        if (!p->is_string()) unsupported("'pattern' must be a string", path, "fix the schema");
+        return gbnf_regex_string(p->get<std::string>(), path);
+    }
+    if (auto f = s.find("format"); f != s.end()) {
+        auto it = f->is_string() ? kFormats.find(f->get<std::string>()) : kFormats.end();
+        if (it == kFormats.end())
+            unsupported("unsupported 'format' " + f->dump(), path, "use date, time, date-time or uuid, or a 'pattern'");
+        return it->second;
+    }
+    if (!length) return "json-string";
     const uint64_t min = count(s, "minLength", path, 0);
     const int64_t max = s.contains("maxLength") ? (int64_t)count(s, "maxLength", path, 0) : -1;
     if (max >= 0 && (uint64_t)max < min) unsupported("'maxLength' below 'minLength'", path, "fix the bounds");

@@ -2,7 +2,9 @@
 // response_format / json_schema / forced tool calls become ordinary grammars for sample/grammar.
 // note: nlohmann/json is header-only (a system header here); sample/ links nothing for it.
 #pragma once
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -12,9 +14,10 @@
 namespace bee {
 
 // Supported: type (string, number, integer, boolean, null, object, array, or a list of them), properties,
-// required, additionalProperties false or absent (no other keys are generated), items, minItems,
-// maxItems, minLength, maxLength, enum, const, anyOf, oneOf, $ref to #/$defs/… or #/definitions/…,
-// and annotations (title, description, default, examples, $schema, $id, $comment). Any other keyword is
+// required, additionalProperties (false or absent: no other keys; true or a schema: extra keys after the
+// listed ones), items, minItems, maxItems, minLength, maxLength, pattern, format (date, time, date-time,
+// uuid), minimum/maximum/exclusiveMinimum/exclusiveMaximum on integers (exact), enum, const, anyOf, oneOf,
+// allOf of object schemas (merged), prefixItems, $ref to #/$defs/… or #/definitions/…, and annotations (title, description, default, examples, $schema, $id, $comment). Any other keyword is
 // an Error naming it and where it is. Output is compact-ish JSON: up to 16 whitespace characters are
 // allowed between tokens, so the model cannot pad forever.
 class JsonSchemaGbnf {
@@ -33,6 +36,9 @@ private:
     std::string object_expr(const nlohmann::ordered_json& s, const std::string& path);
     std::string array_expr(const nlohmann::ordered_json& s, const std::string& path);
     std::string string_expr(const nlohmann::ordered_json& s, const std::string& path);
+    std::string prefix_array_expr(const nlohmann::ordered_json& s, const std::string& path, uint64_t min, int64_t max);
+    std::string integer_expr(const nlohmann::ordered_json& s, const std::string& path);
+    nlohmann::ordered_json merge_all_of(const nlohmann::ordered_json& s, const std::string& path);
     std::string type_expr(const std::string& type, const nlohmann::ordered_json& s, const std::string& path);
     std::string ref_rule(const std::string& ref, const std::string& path);
 
@@ -44,6 +50,15 @@ private:
 
 // A GBNF literal ("...") matching exactly `bytes`.
 std::string gbnf_literal(const std::string& bytes);
+
+// Integers in [lo, hi] (an absent side is open) in JSON's decimal form, exactly (json_schema_range.cpp).
+// Throws Error naming `path` for an empty range or bounds beyond json-integer's 16 digits.
+std::string gbnf_int_range(std::optional<int64_t> lo, std::optional<int64_t> hi, const std::string& path);
+
+// A JSON string whose decoded text matches `pattern` (json_schema_regex.cpp): literals, escapes, classes
+// [...] [^...], \d \w \s (and negations), '.', groups, '|', ? * + {m,n} (lazy forms too), ^ and $ at
+// the ends; without them the match may sit anywhere in the string. Anything else is an Error naming it.
+std::string gbnf_regex_string(const std::string& pattern, const std::string& path);
 
 // Whole grammars. Both throw Error (unsupported keyword, bad $ref) with the place in the schema.
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);

@@ -34,6 +34,7 @@ struct ToolMode {
     bool force = false;       // tool_choice "required" or a named function: a grammar forces a call
     std::string only;         // the named function (tool_choice {"type": "function", ...}), else empty
     chat::ToolCallFormat format = chat::ToolCallFormat::generic;
+    chat::ToolCallSyntax syntax;  // how a forced call is written (the format's shape for this template)
 };
 
 ToolMode tool_mode(const ServerContext& ctx, const Json& body) {
@@ -59,14 +60,24 @@ ToolMode tool_mode(const ServerContext& ctx, const Json& body) {
     m.parse = has_tools && choice != "none" && get_bool(body, "parse_tool_calls", true);
     m.parallel = get_bool(body, "parallel_tool_calls", true);
     m.format = chat::detect_tool_call_format(ctx.tmpl_source);
+    m.syntax = chat::tool_call_syntax(m.format, ctx.tmpl_source);
     return m;
+}
+
+// A format marker in GBNF: the whole token `<[id]>` when the vocabulary has it as a control token (its
+// text is never generated as text, e.g. Mistral's [TOOL_CALLS]), else the literal text.
+std::string marker_gbnf(const std::string& text, const Tokenizer& tok) {
+    if (text.empty()) return "";
+    const int32_t id = tok.find_token(text);
+    if (id >= 0 && tok.token_type(id) == TokenType::control) return strfmt("<[%d]>", id);
+    return gbnf_literal(text);
 }
 
 // The grammar that forces tool_choice "required" / a named function: one call (several if parallel calls
 // are on and the format can write them) of the listed tools, each with arguments valid for its
 // `parameters` schema, in the template's tool-call format.
-std::string tool_call_gbnf(const Json& tools, const ToolMode& m) {
-    const chat::ToolCallSyntax sx = chat::tool_call_syntax(m.format);
+std::string tool_call_gbnf(const Json& tools, const ToolMode& m, const Tokenizer& tok) {
+    const chat::ToolCallSyntax& sx = m.syntax;
     std::string calls, rules;
     for (size_t i = 0; i < tools.size(); i++) {
         const Json& t = tools[i];
@@ -84,6 +95,12 @@ std::string tool_call_gbnf(const Json& tools, const ToolMode& m) {
         } catch (const Error& e) {
             bad_request("%s", e.what());
         }
+        if (!sx.args_open.empty()) {  // Mistral: [TOOL_CALLS]name[ARGS]{...}
+            calls += (calls.empty() ? "" : " | ") + strfmt("( %s %s %s %s )", marker_gbnf(sx.call_open, tok).c_str(),
+                                                          gbnf_literal(name).c_str(), marker_gbnf(sx.args_open, tok).c_str(),
+                                                          args.c_str());
+            continue;
+        }
         calls += (calls.empty() ? "" : " | ") +
                  strfmt("( %s \"{\" json-ws %s json-ws \":\" json-ws %s json-ws \",\" json-ws %s json-ws \":\" json-ws %s "
                         "json-ws \"}\" %s )",
@@ -93,6 +110,7 @@ std::string tool_call_gbnf(const Json& tools, const ToolMode& m) {
     }
     if (calls.empty()) bad_request("tool_choice names function '%s', which is not in 'tools'", m.only.c_str());
     std::string root = "root ::= " + gbnf_literal(sx.list_open) + " call ";
+    if (m.parallel && !sx.args_open.empty() && m.only.empty()) root += "call* ";  // each call has its own opener
     if (m.parallel && !sx.separator.empty() && m.only.empty()) root += "( " + gbnf_literal(sx.separator) + " call )* ";
     root += gbnf_literal(sx.list_close) + "\n";
     JsonSchemaGbnf prims(Json::object());
@@ -210,7 +228,7 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
     GenParams g = parse_gen_params(body, ctx, Api::oai_chat);
     if (tools.force) {
         if (g.grammar) bad_request("tool_choice '%s' cannot be combined with a grammar or response_format", tools.only.empty() ? "required" : "function");
-        set_grammar(g, tool_call_gbnf(body["tools"], tools), ctx.tokenizer());
+        set_grammar(g, tool_call_gbnf(body["tools"], tools, ctx.tokenizer()), ctx.tokenizer());
     }
     const bool legacy = cp.format == ReasoningFormat::deepseek_legacy;
     g.reasoning = cp.reasoning && !legacy;

@@ -74,6 +74,27 @@ def test_json_schema_output_validates(client, server):
     check_schema(json.loads(body["content"]))
 
 
+KEYWORDS = {"allOf": [
+    {"type": "object", "properties": {"name": {"type": "string", "pattern": "^[A-Z][a-z]{1,9}$"},
+                                      "age": {"type": "integer", "minimum": 1, "exclusiveMaximum": 30}},
+     "required": ["name", "age"]},
+    {"properties": {"born": {"type": "string", "format": "date"}, "id": {"type": "string", "format": "uuid"}},
+     "required": ["born", "id"]}]}
+
+
+def test_json_schema_pattern_range_format_allof(server):
+    """pattern, integer bounds, format and allOf hold on real SmolLM2 output, greedy and sampled."""
+    for temperature, seed in ((0, 0), (1.0, 3)):
+        status, _, r = server.post("/v1/chat/completions", {"messages": ASK, "max_tokens": 120, "seed": seed,
+                                                            "temperature": temperature, "json_schema": KEYWORDS})
+        assert status == 200, r
+        v = json.loads(r["choices"][0]["message"]["content"])
+        assert set(v) == {"name", "age", "born", "id"}, v
+        assert re.fullmatch(r"[A-Z][a-z]{1,9}", v["name"]) and 1 <= v["age"] < 30, v
+        assert re.fullmatch(r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])", v["born"]), v
+        assert re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", v["id"]), v
+
+
 TOOLS = [{"type": "function", "function": {
     "name": "get_weather", "description": "Current weather in a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"]}}},
@@ -146,7 +167,10 @@ def test_n_choices_completions(client, server):
     ({"grammar": 'root ::= "a'}, "line 1, column 10: unterminated string literal"),
     ({"grammar": "root ::= item"}, "undefined rule 'item'"),
     ({"grammar": "root ::= \"a\"", "json_schema": {"type": "string"}}, "Cannot use both json_schema and grammar"),
-    ({"json_schema": {"type": "string", "pattern": "^a+$"}}, "unsupported keyword 'pattern'"),
+    ({"json_schema": {"type": "string", "pattern": "^(a)\\1$"}}, "the escape '\\1'"),
+    ({"json_schema": {"type": "string", "format": "email"}}, "unsupported 'format' \"email\""),
+    ({"json_schema": {"type": "number", "maximum": 3}}, "'maximum' on type 'number'"),
+    ({"json_schema": {"allOf": [{"type": "string"}, {"type": "integer"}]}}, "'allOf' with 'type'"),
     ({"response_format": {"type": "xml"}}, "'response_format' must be"),
     ({"n": 17}, "'n' is 17 but must be in [1, 16]"),
     ({"tools": TOOLS, "tool_choice": {"type": "function", "function": {"name": "nope"}}}, "'nope', which is not in 'tools'"),
@@ -192,5 +216,36 @@ def test_tool_choice_required_hermes_parallel():
         assert r.choices[0].finish_reason == "tool_calls"
         assert [(x.function.name, json.loads(x.function.arguments)) for x in calls] == [
             ("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Rome"})]
+    finally:
+        s.stop()
+
+
+def test_tool_choice_required_mistral_args():
+    """Mistral Small 3.2's template teaches [TOOL_CALLS]name[ARGS]{json}: the forcing grammar writes that
+    shape (SmolLM2 has no [TOOL_CALLS] control token, so the markers are text here; the whole-token path
+    for vocabularies that have them is tested in tests/unit/sample/grammar_token_test.cpp)."""
+    from conftest import ROOT, Server
+    tmpl = ROOT / "tests" / "data" / "chat_templates" / "Mistral-Small-3.2-24B-Instruct-2506.jinja"
+    s = Server("-c", "2048", "-np", "1", "--chat-template-file", str(tmpl))
+    try:
+        c = openai.OpenAI(base_url=s.url("/v1"), api_key="none")
+        msgs = [{"role": "user", "content": "What is the weather in Paris?"}]
+        # one call (with parallel calls on, SmolLM2 keeps writing [TOOL_CALLS] segments until max_tokens)
+        r = c.chat.completions.create(model="m", messages=msgs, tools=TOOLS, tool_choice="required",
+                                      parallel_tool_calls=False, max_tokens=80, temperature=0)
+        ch = r.choices[0]
+        assert ch.finish_reason == "tool_calls" and ch.message.content in (None, ""), ch
+        call = ch.message.tool_calls[0]
+        assert call.function.name in ("get_weather", "get_time")
+        assert set(json.loads(call.function.arguments)) == ({"city"} if call.function.name == "get_weather" else {"zone"})
+        r = c.chat.completions.create(model="m", messages=msgs, tools=TOOLS, max_tokens=80, temperature=0,
+                                      tool_choice={"type": "function", "function": {"name": "get_time"}})
+        call = r.choices[0].message.tool_calls[0]
+        assert call.function.name == "get_time" and json.loads(call.function.arguments)["zone"] in ("UTC", "CET")
+        # the raw text really is the [ARGS] form (native endpoint, parsing off)
+        status, _, raw = s.post("/v1/chat/completions", {"messages": msgs, "tools": TOOLS, "tool_choice": "required",
+                                                          "parallel_tool_calls": False, "parse_tool_calls": False, "max_tokens": 80, "temperature": 0})
+        assert status == 200, raw
+        assert re.fullmatch(r"\[TOOL_CALLS\](get_weather|get_time)\[ARGS\]\{.*\}", raw["choices"][0]["message"]["content"], re.S), raw
     finally:
         s.stop()

@@ -86,9 +86,10 @@ TEST(JsonSchema, RefsToDefsIncludingRecursion) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
-    EXPECT_NE(schema_error(R"({"type": "string", "pattern": "^a"})").find("unsupported keyword 'pattern' at #"), std::string::npos);
+    EXPECT_NE(schema_error(R"({"type": "string", "contentEncoding": "base64"})").find("unsupported keyword 'contentEncoding' at #"),
+              std::string::npos);
     EXPECT_NE(schema_error(R"({"type": "object", "properties": {"n": {"type": "number", "minimum": 0}}})")
-                  .find("'minimum' at #/properties/n"),
+                  .find("'minimum' on type 'number' at #/properties/n"),
               std::string::npos);
     EXPECT_NE(schema_error(R"({"$ref": "http://x/y"})").find("not a local definition"), std::string::npos);
     EXPECT_NE(schema_error(R"({"$ref": "#/$defs/missing"})").find("missing definition"), std::string::npos);
