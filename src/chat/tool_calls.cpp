@@ -197,6 +197,15 @@ ToolCallSyntax tool_call_syntax(ToolCallFormat f, std::string_view template_sour
     }
 }
 
+std::vector<std::string> tool_call_markers(ToolCallFormat f) {
+    switch (f) {
+    case ToolCallFormat::hermes: return {std::string(kHermesOpen), std::string(kHermesClose)};
+    case ToolCallFormat::llama3: return {std::string(kPythonTag)};
+    case ToolCallFormat::mistral: return {std::string(kMistralOpen), std::string(kMistralArgs), std::string(kMistralId)};
+    default: return {};
+    }
+}
+
 const char* tool_call_format_name(ToolCallFormat f) {
     switch (f) {
     case ToolCallFormat::hermes: return "hermes";

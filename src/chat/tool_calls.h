@@ -70,6 +70,9 @@ struct ToolCallSyntax {
 // `template_source` tells the two Mistral forms apart: a template that writes [ARGS] teaches
 // [TOOL_CALLS]name[ARGS]{…}; the older ones teach [TOOL_CALLS][{…}].
 ToolCallSyntax tool_call_syntax(ToolCallFormat f, std::string_view template_source = {});
+// Every marker text the parser reads for format f. Where a vocabulary has one as a control token, the
+// server must decode that token as text (control tokens are otherwise dropped from replies).
+std::vector<std::string> tool_call_markers(ToolCallFormat f);
 
 // Whole-text convenience: feed(text) + finish() merged.
 ToolCallDelta parse_tool_calls(ToolCallFormat f, std::string_view text);

@@ -123,7 +123,11 @@ bool GrammarMatcher::accept(std::string_view bytes) {
         if (!step(stacks, cp)) return false;
     }
     if (left > 0) {  // ends inside a character: some stack must take a code point with these leading bits
-        const uint32_t lo = std::max(cp << (6 * left), min), hi = (cp << (6 * left)) | ((1u << (6 * left)) - 1);
+        // note: hi is capped at U+10FFFF, else a lead byte such as 0xF4 would reach the whole-token code
+        // points (kGrammarTokenBase + id) and byte tokens could spell the start of a `<[id]>` terminal.
+        const uint32_t lo = std::max(cp << (6 * left), min);
+        const uint32_t hi = std::min<uint32_t>((cp << (6 * left)) | ((1u << (6 * left)) - 1), 0x10FFFF);
+        if (lo > hi) return false;
         bool any = false;
         for (const Stack& st : stacks) {
             if (st.empty()) continue;

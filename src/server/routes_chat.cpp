@@ -73,6 +73,16 @@ std::string marker_gbnf(const std::string& text, const Tokenizer& tok) {
     return gbnf_literal(text);
 }
 
+// The ids of those texts that the vocabulary has as control tokens (the slot decodes them as text).
+std::vector<int32_t> control_tokens(const std::vector<std::string>& texts, const Tokenizer& tok) {
+    std::vector<int32_t> ids;
+    for (const std::string& t : texts) {
+        const int32_t id = t.empty() ? -1 : tok.find_token(t);
+        if (id >= 0 && tok.token_type(id) == TokenType::control) ids.push_back(id);
+    }
+    return ids;
+}
+
 // The grammar that forces tool_choice "required" / a named function: one call (several if parallel calls
 // are on and the format can write them) of the listed tools, each with arguments valid for its
 // `parameters` schema, in the template's tool-call format.
@@ -234,6 +244,10 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
     g.reasoning = cp.reasoning && !legacy;
     g.starts_in_reasoning = cp.starts_in_reasoning;
     if (!cp.reasoning) g.loop_guard.mode = chat::LoopGuardMode::Off;
+    std::vector<std::string> markers;
+    if (tools.parse) markers = chat::tool_call_markers(tools.format);
+    if (cp.reasoning) markers.insert(markers.end(), {g.think_open, g.think_close});
+    g.shown_tokens = control_tokens(markers, ctx.tokenizer());
     auto tasks = make_tasks(ctx, ctx.tokenizer().encode(cp.text, true, true), g, n);
     const std::string id = random_id("chatcmpl-");
     const int64_t created = (int64_t)time(nullptr);

@@ -19,7 +19,7 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     const GenParams& gp = task_->params;
     sampler_ = std::make_unique<Sampler>(gp.sampling, n_vocab_);
     for (int32_t t : task_->prompt) sampler_->accept(t);  // penalties see the prompt, as in llama.cpp
-    decoder_ = std::make_unique<StreamDecoder>(tok_);
+    decoder_ = std::make_unique<StreamDecoder>(tok_, false, gp.shown_tokens);
     output_ = std::make_unique<TextOutput>(gp.stop, gp.reasoning, gp.think_open, gp.think_close,
                                            gp.starts_in_reasoning);
     guard_.reset();

@@ -39,6 +39,9 @@ struct GenParams {
     int32_t reasoning_budget = -1;    // -1: unlimited; N: force the close tag after N reasoning tokens
     std::string reasoning_budget_message;
     chat::LoopGuardParams loop_guard;  // mode Off: no guard
+    // Control tokens decoded as their text: the markers the reply parsers read (Mistral's [TOOL_CALLS],
+    // think tags where the vocabulary has them as control tokens). Others are dropped from the text.
+    std::vector<int32_t> shown_tokens;
     // Per-request speculative decoding (speculative.* fields); -1 / unset: the server's settings.
     struct Spec {
         int32_t n_max = -1;               // 0: no drafting for this request; > 0 caps the draft depth

@@ -1,12 +1,15 @@
 // tokenizer/stream_decoder: incremental detokenization that holds back an incomplete UTF-8 tail
 // (an emoji split over byte tokens) and replaces invalid bytes with U+FFFD.
 #include "tokenizer/tokenizer.h"
+
+#include <algorithm>
+
 #include "tokenizer/unicode.h"
 
 namespace bee {
 
 std::string StreamDecoder::push(int32_t id) {
-    pending_ += tok_.token_to_piece(id, special_);
+    pending_ += tok_.token_to_piece(id, special_ || std::find(shown_.begin(), shown_.end(), id) != shown_.end());
     std::string out;
     size_t i = 0;
     while (i < pending_.size()) {

@@ -58,7 +58,10 @@ public:
 // Turns a stream of token ids into text without ever emitting part of a UTF-8 character.
 class StreamDecoder {
 public:
-    explicit StreamDecoder(const Tokenizer& tok, bool special = false) : tok_(tok), special_(special) {}
+    // special: every control token is decoded as its text; else only those in `shown` (markers a reply
+    // parser reads, such as Mistral's [TOOL_CALLS]).
+    explicit StreamDecoder(const Tokenizer& tok, bool special = false, std::vector<int32_t> shown = {})
+        : tok_(tok), special_(special), shown_(std::move(shown)) {}
     // Returns the text that is complete after this token (possibly "").
     std::string push(int32_t id);
     // Returns whatever is held back (invalid or truncated UTF-8 comes out as U+FFFD).
@@ -67,6 +70,7 @@ public:
 private:
     const Tokenizer& tok_;
     bool special_;
+    std::vector<int32_t> shown_;
     std::string pending_;
 };
 

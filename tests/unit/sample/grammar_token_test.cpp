@@ -51,6 +51,20 @@ TEST(GrammarToken, NegatedClassesAndDotNeverMatchATokenTerminal) {
     EXPECT_TRUE(m.can_end());
 }
 
+TEST(GrammarToken, ByteTokensCannotSpellATokenTerminal) {
+    // A whole-token terminal is a code point past U+10FFFF. A lone 4-byte lead (0xF4 covers U+100000 and
+    // up) must not pass as the start of it: generated text never decodes there.
+    GrammarMatcher m(Grammar::parse("root ::= <[49152]> \"a\""));
+    for (const char* lead : {"\xf4", "\xf4\x8f", "\xf4\x90", "\xf5", "\xf0\x90"}) EXPECT_FALSE(m.allows(lead)) << lead;
+    EXPECT_TRUE(m.accept_token(49152));
+    EXPECT_TRUE(m.accept("a"));
+    // Text up to U+10FFFF still works byte by byte.
+    GrammarMatcher top(Grammar::parse("root ::= [\\U0010FFFF]"));
+    EXPECT_TRUE(top.accept("\xf4\x8f"));
+    EXPECT_TRUE(top.accept("\xbf\xbf"));
+    EXPECT_TRUE(top.can_end());
+}
+
 TEST(GrammarToken, ParseErrorsAndTokenList) {
     EXPECT_EQ(Grammar::parse("root ::= <[7]> | <[3]> <[7]>")->tokens, (std::vector<int32_t>{3, 7}));
     for (const char* bad : {"root ::= <7>", "root ::= <[]>", "root ::= <[12", "root ::= <[99999999]>"}) {
