@@ -29,6 +29,13 @@ QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type);
 void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in,
             const float* x, int64_t n_tok, float* y, WeightLayout layout = WeightLayout::gguf);
 
+// matmul() of act(gate) ⊙ up (a gated FFN's down projection): each row's product is formed in place in
+// `gate` by the task that quantizes that row, so the activation needs no parallel region of its own. Same
+// bits as silu_mul / gelu_tanh_mul over the rows followed by matmul().
+enum class GatedAct { silu, gelu_tanh };
+void matmul_gated(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, float* gate,
+                  const float* up, GatedAct act, int64_t n_tok, float* y, WeightLayout layout = WeightLayout::gguf);
+
 // Several matmuls of one input x (n_tok, n_in), e.g. q/k/v or gate/up: where their tile kernels read the
 // same prepared activations, x is quantized and prepared once for all of them. Same bits as separate
 // matmul() calls (the same bytes reach the same tiles).
@@ -63,6 +70,9 @@ void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p);
 void silu(float* x, int64_t n);                           // x = x * sigmoid(x)
 void gelu_tanh(float* x, int64_t n);                      // tanh approximation of GELU
 void mul(float* x, const float* y, int64_t n);            // x *= y
+// Gated FFN activations in one pass: x = act(x) * y, the same bits as act(x) then mul(x, y).
+void silu_mul(float* x, const float* y, int64_t n);
+void gelu_tanh_mul(float* x, const float* y, int64_t n);
 void add(float* x, const float* y, int64_t n);            // x += y
 void scale(float* x, float s, int64_t n);                 // x *= s
 void softmax(float* x, int64_t n);                        // in place, max-subtracted

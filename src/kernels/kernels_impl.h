@@ -84,6 +84,8 @@ namespace avx2_ops {
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 void silu(float* x, int64_t n);
 void gelu_tanh(float* x, int64_t n);
+void silu_mul(float* x, const float* y, int64_t n);  // x = silu(x) * y
+void gelu_tanh_mul(float* x, const float* y, int64_t n);
 void softmax(float* x, int64_t n);
 void exp_inplace(float* x, int64_t n);  // x[i] = exp(x[i]), ~1 ulp, flushes below exp(-87) to 0
 float softmax_step(float* s, int nt, float scale, float* m, float* l);  // SoftmaxStepFn, 8 lanes

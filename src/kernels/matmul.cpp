@@ -81,15 +81,28 @@ void matmul_rows(const MatmulJob& j, int64_t o0, int64_t o1) {
     }
 }
 
+// matmul_gated's input: row t of x is act(gate_t) ⊙ up_t, formed in place just before the row is read.
+struct Gated {
+    float* gate;
+    const float* up;
+    GatedAct act;
+    void row(int64_t t, int64_t n) const {
+        float* g = gate + (size_t)t * n;
+        if (act == GatedAct::silu) silu_mul(g, up + (size_t)t * n, n);
+        else gelu_tanh_mul(g, up + (size_t)t * n, n);
+    }
+};
+
 // Blocked driver, first half: activations quantized and prepared row by row into the calling thread's
-// scratch (n_tok rows of gk.prepared_row_bytes(n_in)).
+// scratch (n_tok rows of gk.prepared_row_bytes(n_in)); with `gated`, x is gated->gate, formed row by row.
 const uint8_t* prepare_activations(ThreadPool& pool, const GemmKernel& gk, int64_t n_in, const float* x,
-                                   int64_t n_tok) {
+                                   int64_t n_tok, const Gated* gated = nullptr) {
     const QuantizeRowFn quantize = quantize_activation_for(gk.act_type);
     if (!quantize) die("matmul: no activation quantizer", gk.act_type);
     const size_t q_row = ggml_row_size(gk.act_type, n_in), a_row = gk.prepared_row_bytes(n_in);
     uint8_t* a = activation_scratch(a_row * (size_t)n_tok);  // (n_tok, a_row) prepared activations
     pool.run((int)n_tok, [&](int t, int) {
+        if (gated) gated->row(t, n_in);
         uint8_t* q = row_scratch(q_row);
         quantize(x + (size_t)t * n_in, q, n_in);
         gk.prepare(q, a + (size_t)t * a_row, n_in);
@@ -155,14 +168,17 @@ bool same_activations(const GemmKernel& a, const GemmKernel& b) {
 
 }  // namespace
 
-void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x,
-            int64_t n_tok, float* y, WeightLayout layout) {
+namespace {
+
+// matmul() and matmul_gated(): with `gated`, x == gated->gate and each row is formed before it is read.
+void matmul_impl(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x,
+                 int64_t n_tok, float* y, WeightLayout layout, const Gated* gated) {
     if (n_out <= 0 || n_tok <= 0) return;
     const QuantTraits* tr = quant_traits(wtype);
     if (!tr || !tr->vec_dot) die("matmul: no vec_dot", wtype);
     if (const GemmKernel* gk = gemm_kernel_for(wtype, layout)) {
-        run_tiles(pool, *gk, wtype, (const uint8_t*)w, n_out, n_in, prepare_activations(pool, *gk, n_in, x, n_tok),
-                  n_tok, y);
+        run_tiles(pool, *gk, wtype, (const uint8_t*)w, n_out, n_in,
+                  prepare_activations(pool, *gk, n_in, x, n_tok, gated), n_tok, y);
         return;
     }
     MatmulJob j{};
@@ -178,6 +194,7 @@ void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int6
     j.x = x;
     const GgmlType at = tr->vec_dot_type;
     if (at == GgmlType::F32) {
+        if (gated) pool.run((int)n_tok, [gated, n_in](int t, int) { gated->row(t, n_in); });
         j.a = (const uint8_t*)x;  // used as is
         j.a_row_bytes = (size_t)n_in * sizeof(float);
     } else {
@@ -188,7 +205,8 @@ void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int6
         j.a = j.a_buf;
         // each row is quantized on its own, so the bytes of a row never depend on the batch.
         // note: lambdas capture one reference so std::function needs no heap allocation.
-        pool.run((int)n_tok, [&j](int t, int) {
+        pool.run((int)n_tok, [&j, gated](int t, int) {
+            if (gated) gated->row(t, j.n_in);
             j.quantize(j.x + (size_t)t * j.n_in, j.a_buf + (size_t)t * j.a_row_bytes, j.n_in);
         });
     }
@@ -198,6 +216,19 @@ void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int6
         const int64_t o1 = o0 + kRowsPerTask < j.n_out ? o0 + kRowsPerTask : j.n_out;
         matmul_rows(j, o0, o1);
     });
+}
+
+}  // namespace
+
+void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x,
+            int64_t n_tok, float* y, WeightLayout layout) {
+    matmul_impl(pool, wtype, w, n_out, n_in, x, n_tok, y, layout, nullptr);
+}
+
+void matmul_gated(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, float* gate,
+                  const float* up, GatedAct act, int64_t n_tok, float* y, WeightLayout layout) {
+    const Gated g{gate, up, act};
+    matmul_impl(pool, wtype, w, n_out, n_in, gate, n_tok, y, layout, &g);
 }
 
 void matmul_shared_input(ThreadPool& pool, const MatmulOut* outs, int n_outs, int64_t n_in, const float* x,

@@ -60,6 +60,18 @@ void mul(float* x, const float* y, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] *= y[i];
 }
 
+void silu_mul(float* x, const float* y, int64_t n) {
+    if (use_avx2()) return avx2_ops::silu_mul(x, y, n);
+    ref::silu(x, n);
+    mul(x, y, n);
+}
+
+void gelu_tanh_mul(float* x, const float* y, int64_t n) {
+    if (use_avx2()) return avx2_ops::gelu_tanh_mul(x, y, n);
+    ref::gelu_tanh(x, n);
+    mul(x, y, n);
+}
+
 void add(float* x, const float* y, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] += y[i];
 }

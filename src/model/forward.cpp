@@ -131,15 +131,10 @@ void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act) {
     float* b = c.s.ff_b.data();
     static const Weight none;
     linear_shared(c, xn, {{&L.ffn_gate, &none, a}, {&L.ffn_up, &none, b}});
-    const int64_t n_ff = c.hp.n_ff;
-    for_rows(c, [&](int r0, int r1) {
-        float* ar = a + r0 * n_ff;
-        const int64_t n = (r1 - r0) * n_ff;
-        if (act == FfnAct::silu) silu(ar, n);
-        else gelu_tanh(ar, n);
-        mul(ar, b + r0 * n_ff, n);
-    });
-    linear(c, L.ffn_down, none, a, c.s.out.data());
+    // down(act(gate) ⊙ up): the gated product is formed row by row as down's input is quantized
+    const Weight& d = L.ffn_down;
+    matmul_gated(c.pool, d.type, d.data, d.ne1, d.ne0, a, b, act == FfnAct::silu ? GatedAct::silu : GatedAct::gelu_tanh,
+                 c.n_rows, c.s.out.data(), d.layout);
 }
 
 void residual_norm(const ForwardCtx& c, float* y, const Weight* post, const Weight* next, float* xn) {

@@ -1,6 +1,7 @@
 // quant/quant_float: F32, F16 and BF16 rows: conversion both ways and the reference dot against F32.
 #include <cstring>
 
+#include "base/cpu.h"
 #include "base/fp16.h"
 #include "quant/quant_internal.h"
 
@@ -10,11 +11,13 @@ void dequantize_row_f32(const void* src, float* dst, int64_t n) { memcpy(dst, sr
 void quantize_row_f32(const float* src, void* dst, int64_t n) { memcpy(dst, src, (size_t)n * 4); }
 
 void dequantize_row_f16(const void* src, float* dst, int64_t n) {
+    if (cpu_isa() >= Isa::avx2) return dequantize_row_f16_avx2(src, dst, n);
     const fp16_t* h = (const fp16_t*)src;
     for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(h[i]);
 }
 
 void quantize_row_f16(const float* src, void* dst, int64_t n) {
+    if (cpu_isa() >= Isa::avx2) return quantize_row_f16_avx2(src, dst, n);
     fp16_t* h = (fp16_t*)dst;
     for (int64_t i = 0; i < n; ++i) h[i] = fp32_to_fp16(src[i]);
 }

@@ -25,6 +25,8 @@ void dequantize_row_f32(const void* src, float* dst, int64_t n);
 void quantize_row_f32(const float* src, void* dst, int64_t n);
 void dequantize_row_f16(const void* src, float* dst, int64_t n);
 void quantize_row_f16(const float* src, void* dst, int64_t n);
+void dequantize_row_f16_avx2(const void* src, float* dst, int64_t n);  // quant_float_avx2.cpp (cpu_isa() >= avx2)
+void quantize_row_f16_avx2(const float* src, void* dst, int64_t n);
 void dequantize_row_bf16(const void* src, float* dst, int64_t n);
 void quantize_row_bf16(const float* src, void* dst, int64_t n);
 void vec_dot_f32_f32(int64_t n, const void* w, const void* a, float* out);

@@ -61,5 +61,35 @@ TEST(MatmulShared, EqualsSeparateMatmulsBitForBit) {
     }
 }
 
+// matmul_gated forms act(gate) ⊙ up row by row while quantizing: the same bits as silu_mul / gelu_tanh_mul
+// over every row, then matmul(), and the same gated rows left in `gate` (tile, vec_dot and f32 paths).
+TEST(MatmulGated, EqualsActivationThenMatmul) {
+    ThreadPool pool(2);
+    const int64_t n_in = 256, n_out = 40;
+    for (Isa isa : all_isas()) {
+        IsaScope scope(isa);
+        for (GgmlType t : {GgmlType::Q4_1, GgmlType::Q4_K, GgmlType::F16, GgmlType::F32})
+            for (bool repack : {false, true})
+                for (int64_t n_tok : {1, 5, 9})
+                    for (GatedAct act : {GatedAct::silu, GatedAct::gelu_tanh}) {
+                        const std::vector<uint8_t> w = quantized(t, n_out, n_in, 21);
+                        RepackedWeight packed;
+                        if (repack) packed = repack_weight(t, w.data(), n_out, n_in);
+                        const void* wp = packed.data ? (const void*)packed.data.get() : (const void*)w.data();
+                        const WeightLayout layout = packed.data ? packed.layout : WeightLayout::gguf;
+                        const std::vector<float> up = random_floats((size_t)(n_tok * n_in), 4, -2, 2);
+                        std::vector<float> gate = random_floats((size_t)(n_tok * n_in), 5, -6, 6), want_gate = gate;
+                        std::vector<float> y((size_t)(n_tok * n_out), NAN), want(y.size(), NAN);
+                        if (act == GatedAct::silu) silu_mul(want_gate.data(), up.data(), n_tok * n_in);
+                        else gelu_tanh_mul(want_gate.data(), up.data(), n_tok * n_in);
+                        matmul(pool, t, wp, n_out, n_in, want_gate.data(), n_tok, want.data(), layout);
+                        matmul_gated(pool, t, wp, n_out, n_in, gate.data(), up.data(), act, n_tok, y.data(), layout);
+                        ASSERT_EQ(0, memcmp(y.data(), want.data(), y.size() * sizeof(float)))
+                            << isa_name(isa) << " " << ggml_type_name(t) << " n_tok " << n_tok << " repack " << repack;
+                        ASSERT_EQ(0, memcmp(gate.data(), want_gate.data(), gate.size() * sizeof(float)));
+                    }
+    }
+}
+
 }  // namespace
 }  // namespace bee

@@ -149,6 +149,23 @@ TEST(Activations, GeluTanhMatchesDouble) {
                 -12, 12);
 }
 
+// The fused gated activations give exactly the bits of the activation pass followed by mul().
+TEST(Activations, GatedFormsEqualActivationThenMul) {
+    for (Isa isa : all_isas()) {
+        IsaScope scope(isa);
+        for (int64_t n : kLengths) {
+            const std::vector<float> x = random_floats(n, 11 + (uint32_t)n, -12, 12), y = random_floats(n, 13, -3, 3);
+            for (int gelu = 0; gelu < 2; gelu++) {
+                std::vector<float> fused = x, want = x;
+                if (gelu) gelu_tanh_mul(fused.data(), y.data(), n), gelu_tanh(want.data(), n);
+                else silu_mul(fused.data(), y.data(), n), silu(want.data(), n);
+                mul(want.data(), y.data(), n);
+                ASSERT_EQ(0, memcmp(fused.data(), want.data(), n * sizeof(float))) << isa_name(isa) << " n=" << n << " gelu=" << gelu;
+            }
+        }
+    }
+}
+
 TEST(Softmax, MatchesDouble) {
     for (Isa isa : all_isas()) {
         IsaScope scope(isa);
