@@ -166,12 +166,15 @@ TEST_P(BatchInvariance, TreeVerifyMatchesLinearDecode) {
     EXPECT_TRUE(same_bits(out.logits_for_row(4), lin_o.data() + 6 * (size_t)nv_, nv_));
 }
 
-// (f) one thread vs two threads, token by token and in ubatches.
+// (f) one thread vs two threads, token by token and in ubatches; and 17 threads (more than this machine's
+// cores, an odd count: correctness on many-core machines, where the work splits differently).
 TEST_P(BatchInvariance, ThreadCount) {
     Engine eng(*tm_->model, engine_params(2));
     EXPECT_TRUE(same_bits(decode_chunks(eng, toks_, 0, 0, 1), base_));
     Engine eng5(*tm_->model, engine_params(2, 5));
     EXPECT_TRUE(same_bits(decode_chunks(eng5, toks_, 0, 0, kN), base_));
+    Engine eng17(*tm_->model, engine_params(17, 5));
+    EXPECT_TRUE(same_bits(decode_chunks(eng17, toks_, 0, 0, kN), base_));
 }
 
 std::string inv_name(const ::testing::TestParamInfo<InvCase>& info) {
