@@ -14,8 +14,8 @@ namespace bee {
 // run(n_tasks, fn) calls fn(task, thread) for every task in [0, n_tasks), spread over the
 // calling thread plus n_threads-1 workers, and returns when all are done.
 // note: the tasks are dealt out in contiguous ranges, one per thread, each in its own cache line: a
-// thread claims its own range's tasks in order with an uncontended fetch_add, and when that is empty
-// takes tasks from the other ranges. One shared counter per region made both threads write the same
+// thread claims blocks of its own range's tasks with an uncontended fetch_add (the blocks shrink to
+// single tasks as the range empties), and when that is empty takes tasks from the other ranges. One shared counter per region made both threads write the same
 // line for every task (about 7% of a server step of 8 rows). run() waits for finished tasks, not for
 // workers: a worker that is not scheduled in time (more runnable threads than cores) leaves its range to
 // the others. The result of each task must not depend on which thread runs it (batch invariance,
@@ -46,6 +46,7 @@ private:
     std::atomic<const std::function<void(int, int)>*> fn_{nullptr};
     alignas(64) std::atomic<uint32_t> generation_{0};  // advanced once per region: wakes the workers
     alignas(64) std::atomic<int> done_{0};  // finished tasks of the current region
+    alignas(64) std::atomic<int> sleepers_{0};  // workers waiting on cv_ (run() notifies only then)
     std::atomic<bool> stop_{false};
 };
 
