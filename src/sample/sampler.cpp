@@ -260,12 +260,23 @@ bool Sampler::cut_top_p(float max_l, double total) {
 
 void Sampler::apply(const float* logits) {
     const SamplingParams& p = params_;
+    const float inv_t = 1.0f / p.temp;
+    const bool greedy = p.temp <= 0.0f || !std::isfinite(inv_t);
+    const bool penalties = !history_.empty() && (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f ||
+                                                 p.presence_penalty != 0.0f);
+    if (greedy && !penalties) {  // read the logits in place: no copy of the vocabulary per row
+        bool special = false;
+        const int32_t best = argmax_scan(logits, n_vocab_, &special);
+        if (!special && logits[best] <= std::numeric_limits<float>::max()) {
+            keep_only(best);
+            return;
+        }
+    }
     int32_t best = load(logits);
     if (apply_penalties()) best = argmax(buf_.data(), n_vocab_);
     cur_.clear();
 
-    const float inv_t = 1.0f / p.temp;
-    if (p.temp <= 0.0f || !std::isfinite(inv_t)) {  // greedy (or 1/temp overflows: the limit is greedy)
+    if (greedy) {  // (or 1/temp overflows: the limit is greedy)
         keep_only(best);
         return;
     }
