@@ -49,18 +49,79 @@ inline float quantize_block(const float* x, int8_t* qs, int* sum) {
     return d;
 }
 
+// Four blocks of 32 at once (128 values): the same bytes as four quantize_block calls, with the per-block
+// horizontal reductions, divisions and scale conversions done for the four together (one transposing
+// reduction instead of four; these were most of the quantizer's time). Writes qs[b] and returns d[b] and
+// sum[b] for b = 0..3.
+// note: the absolute maxima hold no NaN (max(|v|, acc) keeps acc), so the reduction order cannot change
+// them; the sums are integers. d = amax / 127 and id = 1 / d are the scalar code's IEEE operations.
+inline void quantize_4_blocks(const float* x, int8_t* const qs[4], float d[4], int sum[4]) {
+    __m512 v[8], m[4];
+    for (int i = 0; i < 8; i++) v[i] = _mm512_loadu_ps(x + 16 * i);
+    for (int b = 0; b < 4; b++)
+        m[b] = _mm512_max_ps(_mm512_abs_ps(v[2 * b + 1]), _mm512_max_ps(_mm512_abs_ps(v[2 * b]), _mm512_setzero_ps()));
+    // 4 vectors of 16 -> one vector whose 128-bit lane b holds 4 partial maxima of block b
+    const __m512 m01 = _mm512_max_ps(_mm512_shuffle_f32x4(m[0], m[1], 0x44), _mm512_shuffle_f32x4(m[0], m[1], 0xEE));
+    const __m512 m23 = _mm512_max_ps(_mm512_shuffle_f32x4(m[2], m[3], 0x44), _mm512_shuffle_f32x4(m[2], m[3], 0xEE));
+    __m512 u = _mm512_max_ps(_mm512_shuffle_f32x4(m01, m23, 0x88), _mm512_shuffle_f32x4(m01, m23, 0xDD));
+    u = _mm512_max_ps(u, _mm512_permute_ps(u, 0x4E));
+    u = _mm512_max_ps(u, _mm512_permute_ps(u, 0xB1));  // lane b: block b's amax in all 4 places
+    const __m128 amax = _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), u));
+    const __m128 vd = _mm_div_ps(amax, _mm_set1_ps(127.0f));
+    const __m128 vid = _mm_maskz_div_ps(_mm_cmp_ps_mask(vd, _mm_setzero_ps(), _CMP_NEQ_UQ), _mm_set1_ps(1.0f), vd);
+    _mm_storeu_ps(d, vd);
+    alignas(16) float id[4];
+    _mm_store_ps(id, vid);
+    __m512i s[4];
+    for (int b = 0; b < 4; b++) {
+        const __m512 bid = _mm512_set1_ps(id[b]);
+        const __m512i q0 = round_q8(v[2 * b], bid), q1 = round_q8(v[2 * b + 1], bid);
+        _mm_storeu_si128((__m128i*)qs[b], _mm512_cvtsepi32_epi8(q0));
+        _mm_storeu_si128((__m128i*)(qs[b] + 16), _mm512_cvtsepi32_epi8(q1));
+        s[b] = _mm512_add_epi32(q0, q1);
+    }
+    const __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i32x4(s[0], s[1], 0x44), _mm512_shuffle_i32x4(s[0], s[1], 0xEE));
+    const __m512i s23 = _mm512_add_epi32(_mm512_shuffle_i32x4(s[2], s[3], 0x44), _mm512_shuffle_i32x4(s[2], s[3], 0xEE));
+    __m512i t = _mm512_add_epi32(_mm512_shuffle_i32x4(s01, s23, 0x88), _mm512_shuffle_i32x4(s01, s23, 0xDD));
+    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0x4E));
+    t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0xB1));
+    _mm_storeu_si128((__m128i*)sum, _mm512_castsi512_si128(_mm512_permutexvar_epi32(
+                                        _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), t)));
+}
+
 }  // namespace
 
 // Referenced from avx512_table.cpp.
 void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
     BlockQ8_0* y = (BlockQ8_0*)dst;
+    const int64_t nb = n / QK8_0;
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        int8_t* const qs[4] = {y[b].qs, y[b + 1].qs, y[b + 2].qs, y[b + 3].qs};
+        float d[4];
+        int sum[4];
+        quantize_4_blocks(src + b * QK8_0, qs, d, sum);
+        for (int k = 0; k < 4; k++) y[b + k].d = to_half(d[k]);
+    }
     int sum;
-    for (int64_t b = 0; b < n / QK8_0; ++b) y[b].d = to_half(quantize_block(src + b * QK8_0, y[b].qs, &sum));
+    for (; b < nb; ++b) y[b].d = to_half(quantize_block(src + b * QK8_0, y[b].qs, &sum));
 }
 
 void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
     BlockQ8_1* y = (BlockQ8_1*)dst;
-    for (int64_t b = 0; b < n / QK8_1; ++b) {
+    const int64_t nb = n / QK8_1;
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        int8_t* const qs[4] = {y[b].qs, y[b + 1].qs, y[b + 2].qs, y[b + 3].qs};
+        float d[4];
+        int sum[4];
+        quantize_4_blocks(src + b * QK8_1, qs, d, sum);
+        for (int k = 0; k < 4; k++) {
+            y[b + k].d = to_half(d[k]);
+            y[b + k].s = to_half((float)sum[k] * d[k]);
+        }
+    }
+    for (; b < nb; ++b) {
         int sum;
         const float d = quantize_block(src + b * QK8_1, y[b].qs, &sum);
         y[b].d = to_half(d);
