@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Upper bounds on what a copy-based (model-free) drafter can gain on a prompt set, from the model's own
+greedy outputs. A server (`bee serve`, started here) generates each prompt's greedy answer; then, walking
+the answer as speculative decoding would (each decode accepts the drafted tokens that match, plus the
+target's own bonus token), three drafters are scored on a verify cost curve (cost of a decode with 1 + k
+rows relative to 1 row, e.g. from `bee bench spec --types none -n 1 --cost-curve 16`):
+  oracle        copies from the earlier position (prompt or answer so far) whose continuation matches the
+                answer longest, and drafts exactly that many tokens: no copy drafter can do better;
+  longest-match the continuation of the most recent occurrence of the longest suffix of the text so far
+                (what suffix / n-gram drafters propose), drafting exactly the tokens that will be accepted
+                (a perfect depth policy);
+  fixed K / K=L the same source with a realistic depth: K tokens always, or as many as the key is long.
+Speed-up = tokens / Σ cost(rows of each decode). Drafts are capped at --max-draft tokens.
+Usage: bench/spec_bounds.py [--model M] [--prompts FILE] [--tokens 64] [--cost 1,1.18,...] [--threads 2]"""
+import argparse
+import http.client
+import json
+import pathlib
+
+from server_common import MODEL, ROOT, start_server, stop_server
+
+# SmolLM2, grounded prompt 1, session 7 (under load): decode of 1 + k rows / 1 row, k = 0..16
+SMOLLM2_COST = "1,1.18,1.29,1.39,1.49,1.59,1.70,1.78,2.04,2.19,2.35,2.48,2.66,2.81,2.97,3.11,3.36"
+
+
+def post(port, path, body):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+    return json.loads(conn.getresponse().read())
+
+
+def greedy_answers(port, prompts, n):
+    """[(prompt tokens, greedy answer tokens)] through the chat template, as `bee bench spec` runs them."""
+    out = []
+    for p in prompts:
+        text = post(port, "/apply-template", {"messages": [{"role": "user", "content": p["user"]}]})["prompt"]
+        ptoks = post(port, "/tokenize", {"content": text, "add_special": True, "parse_special": True})["tokens"]
+        r = post(port, "/completion", {"prompt": ptoks, "n_predict": n, "temperature": 0, "return_tokens": True,
+                                       "cache_prompt": False})
+        out.append((ptoks, r["tokens"]))
+    return out
+
+
+def longest_suffix_source(known, max_key=32):
+    """(key length, index after the most recent earlier occurrence of the longest suffix of `known`)."""
+    n, best, at = len(known), 0, -1
+    for e in range(n - 1, 0, -1):
+        k = 0
+        while k < max_key and e - 1 - k >= 0 and known[e - 1 - k] == known[n - 1 - k]:
+            k += 1
+        if k > best:
+            best, at = k, e
+    return best, at
+
+
+def walk(prompt, answer, draft_fn, cost, cap):
+    """(tokens, decodes, cost) of decoding `answer` with drafts from draft_fn(known, i) -> (draft, rows)."""
+    i = decodes = 0
+    spent = 0.0
+    while i < len(answer):
+        draft, rows = draft_fn(prompt + answer[:i], i)
+        draft = draft[:cap]
+        a = 0
+        while a < len(draft) and i + a < len(answer) and draft[a] == answer[i + a]:
+            a += 1
+        spent += cost[min(rows(a, len(draft)), len(cost) - 1)]
+        i += min(a + 1, len(answer) - i)
+        decodes += 1
+    return len(answer), decodes, spent
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default=str(MODEL))
+    ap.add_argument("--prompts", default=str(ROOT / "bench" / "prompts" / "grounded.jsonl"))
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--cost", default=SMOLLM2_COST, help="comma list: cost of 1 + k rows, k = 0, 1, ...")
+    ap.add_argument("--max-draft", type=int, default=16)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args()
+    cost = [float(c) for c in a.cost.split(",")]
+    prompts = [json.loads(line) for line in open(a.prompts) if line.strip()]
+    proc, port = start_server("-c", "4096", "-np", "1", "-t", str(a.threads), model=pathlib.Path(a.model))
+    try:
+        pairs = greedy_answers(port, prompts, a.tokens)
+    finally:
+        stop_server(proc)
+
+    def oracle(prompt, answer):
+        seq = prompt + answer
+
+        def draft(known, i):
+            pos, best, at = len(known), 0, -1
+            for s in range(pos):
+                k = 0
+                while pos + k < len(seq) and k < a.max_draft and seq[s + k] == seq[pos + k]:
+                    k += 1
+                if k > best:
+                    best, at = k, s
+            return (seq[at:at + best] if at >= 0 else []), (lambda acc, n: n)
+        return draft
+
+    def longest(depth, perfect=False):
+        """The longest-match source; `perfect`: pay only for the rows that will be accepted."""
+        def draft(known, i):
+            key, at = longest_suffix_source(known)
+            if at < 0:
+                return [], (lambda acc, n: 0)
+            return known[at:at + depth(key)], ((lambda acc, n: acc) if perfect else (lambda acc, n: n))
+        return draft
+
+    drafters = {
+        "oracle copy (knows the answer)": lambda p, ans: oracle(p, ans),
+        "longest match, perfect depth": lambda p, ans: longest(lambda key: a.max_draft, perfect=True),
+        "longest match, K = 4": lambda p, ans: longest(lambda key: 4),
+        "longest match, K = 8": lambda p, ans: longest(lambda key: 8),
+        "longest match, K = key length": lambda p, ans: longest(lambda key: min(key, a.max_draft)),
+    }
+    print(f"model {a.model}, {len(pairs)} prompts x {a.tokens} tokens, drafts <= {a.max_draft}, cost curve {a.cost}\n")
+    print("| drafter | tokens/decode | speed-up bound |")
+    print("|---|---:|---:|")
+    for name, make in drafters.items():
+        tok = dec = 0
+        spent = 0.0
+        for prompt, answer in pairs:
+            t, d, s = walk(prompt, answer, make(prompt, answer), cost, a.max_draft)
+            tok, dec, spent = tok + t, dec + d, spent + s
+        print(f"| {name} | {tok / dec:.2f} | {tok / spent:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
