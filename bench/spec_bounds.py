@@ -63,7 +63,7 @@ def walk(prompt, answer, draft_fn, cost, cap):
         a = 0
         while a < len(draft) and i + a < len(answer) and draft[a] == answer[i + a]:
             a += 1
-        spent += cost[min(rows(a, len(draft)), len(cost) - 1)]
+        spent += cost[rows(a, len(draft))]
         i += min(a + 1, len(answer) - i)
         decodes += 1
     return len(answer), decodes, spent
@@ -79,6 +79,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     a = ap.parse_args()
     cost = [float(c) for c in a.cost.split(",")]
+    if len(cost) < a.max_draft + 1:
+        ap.error(f"--cost has {len(cost)} entries; drafts of up to --max-draft {a.max_draft} tokens need "
+                 f"{a.max_draft + 1} (1 + k rows for k = 0..{a.max_draft}), or lower --max-draft")
     prompts = [json.loads(line) for line in open(a.prompts) if line.strip()]
     proc, port = start_server("-c", "4096", "-np", "1", "-t", str(a.threads), model=pathlib.Path(a.model))
     try:
