@@ -62,7 +62,8 @@ struct RopeParams {
     float freq_base = 10000.0f;
     float freq_scale = 1.0f;       // linear scaling: position multiplied by this
     RopeMode mode = RopeMode::normal;
-    const float* freq_factors = nullptr;  // optional rope_freqs, n_rot/2 divisors of theta
+    const float* freq_factors = nullptr;  // optional rope_freqs, n_rot/2 divisors of theta (rope() caches
+                                          // tables by this pointer: the values must not change)
 };
 // Rotates x (n_head, head_dim) in place for position pos.
 void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p);

@@ -17,19 +17,64 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
     ref::rms_norm(x, w, y, n, eps);
 }
 
-// Same arithmetic as ref::rope, with cos/sin computed once per call instead of once per head.
-void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p) {
-    const int half = p.n_rot / 2;
-    if (half > kMaxRopePairs) return ref::rope(x, n_head, head_dim, pos, p);
-    float cs[2 * kMaxRopePairs];  // (half, 2): cos, sin of pair i
+namespace {
+
+// cos/sin of every pair for (pos, p): the table ref::rope computes per head.
+void rope_table(int32_t pos, const RopeParams& p, float* cs) {
     const float theta_scale = powf(p.freq_base, -2.0f / (float)p.n_rot);
     float theta = (float)pos;
-    for (int i = 0; i < half; i++) {
+    for (int i = 0; i < p.n_rot / 2; i++) {
         const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
         const float th = p.freq_scale * (theta / ff);
         cs[2 * i] = cosf(th);
         cs[2 * i + 1] = sinf(th);
         theta *= theta_scale;
+    }
+}
+
+// The table for (pos, p) from a small per-thread cache: every layer of a decode step ropes q and k of the
+// same positions with the same parameters (Gemma 3: two sets), so each table is computed once per row and
+// step instead of twice per layer (the sines and cosines were ~1% of a step). Same values as recomputing.
+const float* cached_rope_table(int32_t pos, const RopeParams& p) {
+    constexpr int kEntries = 16, kPairs = 128;
+    struct Entry {
+        bool used = false;
+        int32_t pos = 0;
+        int n_rot = 0;
+        float freq_base = 0, freq_scale = 0;
+        const float* freq_factors = nullptr;
+        float cs[2 * kPairs];
+    };
+    static thread_local Entry cache[kEntries];
+    static thread_local int next = 0;
+    if (p.n_rot / 2 > kPairs) return nullptr;
+    for (Entry& e : cache)
+        if (e.used && e.pos == pos && e.n_rot == p.n_rot && e.freq_base == p.freq_base &&
+            e.freq_scale == p.freq_scale && e.freq_factors == p.freq_factors)
+            return e.cs;
+    Entry& e = cache[next];
+    next = (next + 1) % kEntries;
+    e.used = true;
+    e.pos = pos;
+    e.n_rot = p.n_rot;
+    e.freq_base = p.freq_base;
+    e.freq_scale = p.freq_scale;
+    e.freq_factors = p.freq_factors;
+    rope_table(pos, p, e.cs);
+    return e.cs;
+}
+
+}  // namespace
+
+// Same arithmetic as ref::rope, with cos/sin computed once per (position, parameters), not once per head.
+void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p) {
+    const int half = p.n_rot / 2;
+    if (half > kMaxRopePairs) return ref::rope(x, n_head, head_dim, pos, p);
+    float own[2 * kMaxRopePairs];
+    const float* cs = cached_rope_table(pos, p);
+    if (!cs) {
+        rope_table(pos, p, own);
+        cs = own;
     }
     const bool neox = p.mode == RopeMode::neox;
     const int stride = neox ? 1 : 2;      // distance between consecutive pairs' first elements

@@ -104,6 +104,25 @@ TEST(Rope, NormalAndNeoxMatchDouble) {
     }
 }
 
+// rope() reuses cos/sin tables across calls (a per-thread cache keyed by position and parameters): hits,
+// misses and evictions all give ref::rope's bits.
+TEST(Rope, CachedTablesGiveTheReferenceBits) {
+    std::vector<float> ff = random_floats(32, 7, 1.0f, 8.0f);
+    RopeParams a, b;
+    a.n_rot = 64;
+    b.n_rot = 64;
+    b.freq_base = 1e6f;
+    b.freq_factors = ff.data();
+    for (int round = 0; round < 3; round++)
+        for (int pos = 0; pos < 40; pos += (round == 1 ? 3 : 1))
+            for (const RopeParams* p : {&a, &b, &a}) {
+                std::vector<float> x = random_floats(2 * 64, 100 + pos), want = x;
+                rope(x.data(), 2, 64, pos, *p);
+                ref::rope(want.data(), 2, 64, pos, *p);
+                ASSERT_EQ(0, memcmp(x.data(), want.data(), x.size() * sizeof(float))) << "pos " << pos;
+            }
+}
+
 TEST(Rope, NeoxPairsDifferFromNormal) {
     RopeParams p;
     p.n_rot = 8;
