@@ -98,6 +98,11 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
     if (!(params.repeat_penalty > 0.0f)) {
         fail("sampler: repeat_penalty must be > 0 (got %g)", params.repeat_penalty);
     }
+    for (const auto& [id, bias] : params.logit_bias) {
+        if (id < 0 || id >= n_vocab) fail("sampler: logit bias for token %d, outside the vocabulary [0, %d)", id, n_vocab);
+        if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity())
+            fail("sampler: logit bias %g for token %d (use a finite number, or -inf to ban the token)", bias, id);
+    }
     seed_ = params.seed;
     if (seed_ == kRandomSeed) {
         std::random_device rd;
@@ -132,6 +137,7 @@ int32_t Sampler::load(const float* logits) {
     buf_.resize(static_cast<size_t>(n_vocab_));
     float* b = buf_.data();
     memcpy(b, logits, sizeof(float) * (size_t)n_vocab_);
+    for (const auto& [id, bias] : params_.logit_bias) b[id] += bias;
     bool special = false;
     const int32_t best = argmax_scan(b, n_vocab_, &special);
     if (!special && b[best] <= kMax) return best;
@@ -264,7 +270,7 @@ void Sampler::apply(const float* logits) {
     const bool greedy = p.temp <= 0.0f || !std::isfinite(inv_t);
     const bool penalties = !history_.empty() && (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f ||
                                                  p.presence_penalty != 0.0f);
-    if (greedy && !penalties) {  // read the logits in place: no copy of the vocabulary per row
+    if (greedy && !penalties && p.logit_bias.empty()) {  // read the logits in place: no copy per row
         bool special = false;
         const int32_t best = argmax_scan(logits, n_vocab_, &special);
         if (!special && logits[best] <= std::numeric_limits<float>::max()) {

@@ -1,8 +1,10 @@
-// sample/sampler: the sampler chain (penalties -> top-k -> top-p -> min-p -> temperature -> draw), seeded.
+// sample/sampler: the sampler chain (logit bias -> penalties -> top-k -> top-p -> min-p -> temperature ->
+// draw), seeded.
 #pragma once
 #include <cstdint>
 #include <deque>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace bee {
@@ -18,6 +20,8 @@ struct SamplingParams {
     float presence_penalty = 0.0f;
     float frequency_penalty = 0.0f;
     uint64_t seed = 0xFFFFFFFFu;  // 0xFFFFFFFF (llama's LLAMA_DEFAULT_SEED): random seed
+    // Added to a token's logit before everything else (-inf: never drawn). Ids must be < n_vocab.
+    std::vector<std::pair<int32_t, float>> logit_bias;
 };
 
 struct TokenProb {

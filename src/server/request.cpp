@@ -2,6 +2,9 @@
 #include "server/request.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
 #include <mutex>
 
 #include "base/error.h"
@@ -44,6 +47,87 @@ void refuse_unsupported(const Json& body, Api api) {
         for (const char* key : {"best_of", "suffix"})
             if (body.contains(key) && !body[key].is_null()) bad_request("Unsupported param: %s", key);
     }
+    // llama.cpp's other samplers and options: accepted at their "off" value only. (The parameters that only
+    // tune one of these, e.g. xtc_threshold or mirostat_tau, change nothing while it is off.)
+    enum Cmp { equal, at_most, at_least };  // which values mean "off"
+    struct Off {
+        const char* key;
+        double off;
+        Cmp cmp;
+    };
+    static const Off numbers[] = {{"mirostat", 0, equal},         {"typical_p", 1, at_least},
+                                  {"top_n_sigma", 0, at_most},    {"xtc_probability", 0, at_most},
+                                  {"dynatemp_range", 0, at_most}, {"dry_multiplier", 0, at_most},
+                                  {"n_keep", 0, equal},           {"n_discard", 0, equal},
+                                  {"n_indent", 0, equal},         {"t_max_predict_ms", 0, at_most},
+                                  {"min_keep", 0, at_most}};
+    for (const Off& o : numbers) {
+        auto it = body.find(o.key);
+        if (it == body.end() || it->is_null()) continue;
+        if (!it->is_number()) bad_request("'%s' must be a number", o.key);
+        const double v = it->get<double>();
+        const bool off = o.cmp == equal ? v == o.off : o.cmp == at_most ? v <= o.off : v >= o.off;
+        if (!off)
+            bad_request("'%s' is %g, but Bee does not implement it: remove the field or set it to %g", o.key, v, o.off);
+    }
+    for (const char* key : {"post_sampling_probs", "timings_per_token", "return_progress"})
+        if (get_bool(body, key, false)) bad_request("'%s' is not supported by Bee; remove it or set it to false", key);
+    for (const char* key : {"samplers", "lora", "response_fields"}) {
+        auto it = body.find(key);
+        if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
+            bad_request("'%s' is not supported by Bee (the sampler order is fixed: logit bias, penalties, top-k, "
+                        "top-p, min-p, temperature); remove the field", key);
+    }
+}
+
+// A logit_bias bias: a finite number, or false (never draw the token).
+float parse_bias(const Json& v, const std::string& where) {
+    if (v.is_boolean()) {
+        if (!v.get<bool>()) return -std::numeric_limits<float>::infinity();
+        bad_request("'logit_bias' %s: true is not a bias; give a number, or false to ban the token", where.c_str());
+    }
+    if (!v.is_number() || !std::isfinite(v.get<double>()))
+        bad_request("'logit_bias' %s: the bias must be a finite number or false", where.c_str());
+    return (float)v.get<double>();
+}
+
+// logit_bias: OpenAI's {"token id": bias}, or llama.cpp's [[token, bias], ...]. A token may also be given as
+// text (an object key that is not a number, or a string in the array form): every token of that text gets
+// the bias. A bias of false bans the token.
+std::vector<std::pair<int32_t, float>> parse_logit_bias(const Json& body, const Tokenizer& tok) {
+    std::vector<std::pair<int32_t, float>> out;
+    auto it = body.find("logit_bias");
+    if (it == body.end() || it->is_null()) return out;
+    auto add = [&](const Json& token, float bias, const std::string& where) {
+        if (token.is_number_integer()) {
+            const int64_t id = token.get<int64_t>();
+            if (id < 0 || id >= tok.n_vocab())
+                bad_request("'logit_bias' %s: token id %lld is outside the vocabulary [0, %d)", where.c_str(),
+                            (long long)id, tok.n_vocab());
+            out.push_back({(int32_t)id, bias});
+        } else if (token.is_string()) {
+            for (int32_t id : tok.encode(token.get<std::string>(), false, false)) out.push_back({id, bias});
+        } else {
+            bad_request("'logit_bias' %s: a token must be an id or a string", where.c_str());
+        }
+    };
+    if (it->is_object()) {
+        for (const auto& [key, v] : it->items()) {
+            const std::string where = "key \"" + key + "\"";
+            const bool numeric = !key.empty() && key.size() < 10 && std::all_of(key.begin(), key.end(), ::isdigit);
+            add(numeric ? Json(std::stoll(key)) : Json(key), parse_bias(v, where), where);
+        }
+    } else if (it->is_array()) {
+        for (size_t i = 0; i < it->size(); i++) {
+            const Json& e = (*it)[i];
+            const std::string where = strfmt("[%zu]", i);
+            if (!e.is_array() || e.size() != 2) bad_request("'logit_bias' %s must be a pair [token, bias]", where.c_str());
+            add(e[0], parse_bias(e[1], where), where);
+        }
+    } else {
+        bad_request("'logit_bias' must be an object {\"token id\": bias} or an array [[token, bias], ...]");
+    }
+    return out;
 }
 
 // grammar (GBNF), json_schema, or response_format json_object / json_schema: one GBNF text, or "".
@@ -196,6 +280,8 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     s.repeat_last_n = (int32_t)get_int(body, "repeat_last_n", s.repeat_last_n, -1, INT32_MAX);
     s.presence_penalty = (float)get_number(body, "presence_penalty", s.presence_penalty);
     s.frequency_penalty = (float)get_number(body, "frequency_penalty", s.frequency_penalty);
+    if (body.contains("logit_bias") && !body["logit_bias"].is_null())  // replaces the server's --logit-bias
+        s.logit_bias = parse_logit_bias(body, ctx.tokenizer());
     const int64_t seed = get_int(body, "seed", s.seed == 0xFFFFFFFFu ? -1 : (int64_t)s.seed);
     s.seed = seed < 0 ? 0xFFFFFFFFu : (uint64_t)seed;
     if (!(s.repeat_penalty > 0)) bad_request("'repeat_penalty' must be > 0");

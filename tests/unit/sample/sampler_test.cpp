@@ -130,6 +130,30 @@ TEST(Greedy, TakesArgmaxWithTiesToLowestId) {
     EXPECT_EQ(neg.sample(l.data()), 1);
 }
 
+// logit_bias comes first in the chain: it moves greedy picks, -inf bans a token, and sampled distributions
+// see the biased logits; ids outside the vocabulary and +inf / NaN biases are refused.
+TEST(LogitBias, AppliesBeforeEverythingElse) {
+    const std::vector<float> l = {0.1f, 2.0f, -1.0f, 2.0f, 1.9f, 0.0f};
+    SamplingParams p = plain(0.0f);
+    p.logit_bias = {{1, -std::numeric_limits<float>::infinity()}};
+    EXPECT_EQ(Sampler(p, 6).sample(l.data()), 3);  // 1 banned: the tie goes to 3
+    p.logit_bias = {{1, -1.0f}, {2, 10.0f}, {2, -5.0f}};  // entries for one token add up
+    EXPECT_EQ(Sampler(p, 6).sample(l.data()), 2);
+    p = plain(1.0f);
+    p.logit_bias = {{0, -std::numeric_limits<float>::infinity()}, {5, -std::numeric_limits<float>::infinity()}};
+    Sampler s(p, 6);
+    s.apply(l.data());
+    EXPECT_EQ(s.prob_of(0), 0.0f);
+    EXPECT_EQ(s.prob_of(5), 0.0f);
+    EXPECT_GT(s.prob_of(2), 0.0f);
+    for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+        p.logit_bias = {{1, bad}};
+        EXPECT_THROW(Sampler(p, 6), Error);
+    }
+    p.logit_bias = {{6, 1.0f}};
+    EXPECT_THROW(Sampler(p, 6), Error);
+}
+
 TEST(Greedy, StillHonoursPenalties) {
     SamplingParams p = plain(0.0f);
     p.repeat_penalty = 3.0f;
