@@ -1,4 +1,5 @@
-// sample/sampler: llama.cpp's default chain (penalties, top-k, top-p, min-p, temp, dist) over raw logits.
+// sample/sampler: llama.cpp's default chain (logit bias, penalties, top-k, top-p, min-p, temp, dist) over raw
+// logits; with llama.cpp's further samplers switched on, the full chain in sampler_extended.cpp.
 #include "sample/sampler.h"
 
 #include <algorithm>
@@ -95,6 +96,10 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
         std::isnan(params.frequency_penalty) || std::isnan(params.presence_penalty)) {
         fail("sampler: NaN sampling parameter");
     }
+    for (float v : {params.top_n_sigma, params.typical_p, params.xtc_probability, params.xtc_threshold,
+                    params.dynatemp_range, params.dynatemp_exponent})
+        if (std::isnan(v)) fail("sampler: NaN sampling parameter");
+    if (params.dynatemp_exponent <= 0.0f) fail("sampler: dynatemp exponent must be > 0 (got %g)", params.dynatemp_exponent);
     if (!(params.repeat_penalty > 0.0f)) {
         fail("sampler: repeat_penalty must be > 0 (got %g)", params.repeat_penalty);
     }
@@ -292,6 +297,7 @@ void Sampler::apply(const float* logits) {
         return;
     }
 
+    if (p.extended()) return apply_extended(max_l, p.temp);
     const bool top_k_ran = p.top_k > 0 && p.top_k < n_vocab_;
     if (top_k_ran) select_top(static_cast<size_t>(p.top_k));
     cut_top_p_min_p(max_l, top_k_ran);

@@ -1,5 +1,5 @@
-// sample/sampler: the sampler chain (logit bias -> penalties -> top-k -> top-p -> min-p -> temperature ->
-// draw), seeded.
+// sample/sampler: the sampler chain (logit bias -> penalties -> [top-n-sigma] -> top-k -> [typical] -> top-p
+// -> min-p -> [XTC] -> temperature [dynamic] -> draw), seeded; the bracketed steps only when switched on.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -22,6 +22,19 @@ struct SamplingParams {
     uint64_t seed = 0xFFFFFFFFu;  // 0xFFFFFFFF (llama's LLAMA_DEFAULT_SEED): random seed
     // Added to a token's logit before everything else (-inf: never drawn). Ids must be < n_vocab.
     std::vector<std::pair<int32_t, float>> logit_bias;
+    // llama.cpp's further samplers (sampler_extended.cpp), each off at its default.
+    float top_n_sigma = -1.0f;       // > 0: keep logits >= max - n·σ (σ: std of the finite logits)
+    float typical_p = 1.0f;          // < 1: locally typical sampling
+    float xtc_probability = 0.0f;    // > 0: with this chance, drop the likeliest tokens above xtc_threshold
+    float xtc_threshold = 0.1f;      //      (all but the least likely of them; off above 0.5)
+    float dynatemp_range = 0.0f;     // > 0: temperature in temp ± range by the candidates' normalized entropy
+    float dynatemp_exponent = 1.0f;
+    int32_t min_keep = 0;            // top-k / typical / top-p / min-p / XTC keep at least this many
+    // Whether any of the samplers above is on (then the chain runs in full on a sorted candidate list).
+    bool extended() const {
+        return top_n_sigma > 0 || typical_p < 1 || (xtc_probability > 0 && xtc_threshold <= 0.5f) ||
+               dynatemp_range > 0 || min_keep > 1;
+    }
 };
 
 struct TokenProb {
@@ -72,6 +85,7 @@ private:
     void select_top(size_t k);
     void cut_top_p_min_p(float max_l, bool top_k_ran);
     bool cut_top_p(float max_l, double total);
+    void apply_extended(float max_l, float temp);  // sampler_extended.cpp
 
     SamplingParams params_;
     int32_t n_vocab_;

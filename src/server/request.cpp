@@ -49,24 +49,21 @@ void refuse_unsupported(const Json& body, Api api) {
     }
     // llama.cpp's other samplers and options: accepted at their "off" value only. (The parameters that only
     // tune one of these, e.g. xtc_threshold or mirostat_tau, change nothing while it is off.)
-    enum Cmp { equal, at_most, at_least };  // which values mean "off"
+    enum Cmp { equal, at_most };  // which values mean "off"
     struct Off {
         const char* key;
         double off;
         Cmp cmp;
     };
-    static const Off numbers[] = {{"mirostat", 0, equal},         {"typical_p", 1, at_least},
-                                  {"top_n_sigma", 0, at_most},    {"xtc_probability", 0, at_most},
-                                  {"dynatemp_range", 0, at_most}, {"dry_multiplier", 0, at_most},
-                                  {"n_keep", 0, equal},           {"n_discard", 0, equal},
-                                  {"n_indent", 0, equal},         {"t_max_predict_ms", 0, at_most},
-                                  {"min_keep", 0, at_most}};
+    static const Off numbers[] = {{"mirostat", 0, equal},       {"dry_multiplier", 0, at_most},
+                                  {"n_keep", 0, equal},         {"n_discard", 0, equal},
+                                  {"n_indent", 0, equal},       {"t_max_predict_ms", 0, at_most}};
     for (const Off& o : numbers) {
         auto it = body.find(o.key);
         if (it == body.end() || it->is_null()) continue;
         if (!it->is_number()) bad_request("'%s' must be a number", o.key);
         const double v = it->get<double>();
-        const bool off = o.cmp == equal ? v == o.off : o.cmp == at_most ? v <= o.off : v >= o.off;
+        const bool off = o.cmp == equal ? v == o.off : v <= o.off;
         if (!off)
             bad_request("'%s' is %g, but Bee does not implement it: remove the field or set it to %g", o.key, v, o.off);
     }
@@ -75,8 +72,8 @@ void refuse_unsupported(const Json& body, Api api) {
     for (const char* key : {"samplers", "lora", "response_fields"}) {
         auto it = body.find(key);
         if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
-            bad_request("'%s' is not supported by Bee (the sampler order is fixed: logit bias, penalties, top-k, "
-                        "top-p, min-p, temperature); remove the field", key);
+            bad_request("'%s' is not supported by Bee (the sampler order is fixed: logit bias, penalties, "
+                        "top-n-sigma, top-k, typical, top-p, min-p, XTC, temperature); remove the field", key);
     }
 }
 
@@ -280,6 +277,14 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     s.repeat_last_n = (int32_t)get_int(body, "repeat_last_n", s.repeat_last_n, -1, INT32_MAX);
     s.presence_penalty = (float)get_number(body, "presence_penalty", s.presence_penalty);
     s.frequency_penalty = (float)get_number(body, "frequency_penalty", s.frequency_penalty);
+    s.top_n_sigma = (float)get_number(body, "top_n_sigma", s.top_n_sigma);
+    s.typical_p = (float)get_number(body, "typical_p", s.typical_p);
+    s.xtc_probability = (float)get_number(body, "xtc_probability", s.xtc_probability);
+    s.xtc_threshold = (float)get_number(body, "xtc_threshold", s.xtc_threshold);
+    s.dynatemp_range = (float)get_number(body, "dynatemp_range", s.dynatemp_range);
+    s.dynatemp_exponent = (float)get_number(body, "dynatemp_exponent", s.dynatemp_exponent);
+    s.min_keep = (int32_t)get_int(body, "min_keep", s.min_keep, 0, INT32_MAX);
+    if (!(s.dynatemp_exponent > 0)) bad_request("'dynatemp_exponent' must be > 0");
     if (body.contains("logit_bias") && !body["logit_bias"].is_null())  // replaces the server's --logit-bias
         s.logit_bias = parse_logit_bias(body, ctx.tokenizer());
     const int64_t seed = get_int(body, "seed", s.seed == 0xFFFFFFFFu ? -1 : (int64_t)s.seed);

@@ -1,6 +1,7 @@
 # tests/server/test_sampling_fields: logit_bias in its OpenAI and llama.cpp forms changes greedy output as
-# asked (a ban, a forced token, a token given as text), bad values get a 400 naming the entry, and the
-# llama.cpp samplers Bee does not implement are refused when switched on (accepted at their "off" value).
+# asked (a ban, a forced token, a token given as text), bad values get a 400 naming the entry; the further
+# llama.cpp samplers (top_n_sigma, typical_p, xtc, dynatemp, min_keep) act, and the options Bee does not
+# implement (mirostat, DRY, samplers, ...) are refused when switched on (accepted at their "off" value).
 import pytest
 
 from conftest import http
@@ -56,13 +57,33 @@ def test_logit_bias_errors(server, bias, words):
 
 
 @pytest.mark.parametrize("field, on, off", [
-    ("mirostat", 2, 0), ("typical_p", 0.5, 1.0), ("top_n_sigma", 1.0, -1), ("xtc_probability", 0.5, 0),
-    ("dynatemp_range", 0.5, 0), ("dry_multiplier", 0.8, 0), ("n_keep", 10, 0), ("t_max_predict_ms", 100, 0),
-    ("min_keep", 2, 0), ("post_sampling_probs", True, False), ("samplers", ["top_k", "temperature"], []),
+    ("mirostat", 2, 0), ("dry_multiplier", 0.8, 0), ("n_keep", 10, 0), ("t_max_predict_ms", 100, 0),
+    ("post_sampling_probs", True, False), ("samplers", ["top_k", "temperature"], []),
 ])
-def test_unimplemented_samplers_refused_when_on(server, field, on, off):
+def test_unimplemented_options_refused_when_on(server, field, on, off):
     code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 1, field: on})
     assert code == 400, j
     assert field in j["error"]["message"]
     code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 1, field: off})
     assert code == 200, j
+
+
+def sampled(server, **extra):
+    code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 8, "temperature": 1.0, "seed": 42,
+                                             "top_k": 0, "top_p": 1.0, "min_p": 0.0, "cache_prompt": False,
+                                             "n_probs": 5, **extra})
+    assert code == 200, j
+    return j
+
+
+def test_extended_samplers(server):
+    # top_n_sigma 0.01 keeps only the maximum: sampling at temperature 1 becomes the greedy answer
+    assert sampled(server, top_n_sigma=0.01)["tokens"][:6] == greedy(server)
+    # XTC at probability 1 with a low threshold never picks the likeliest token of a confident step
+    first_greedy = greedy(server)[0]
+    assert sampled(server, xtc_probability=1.0, xtc_threshold=0.01)["tokens"][0] != first_greedy
+    # the rest are accepted and deterministic for a seed
+    for extra in ({"typical_p": 0.5}, {"dynatemp_range": 0.5, "dynatemp_exponent": 2}, {"min_keep": 3}):
+        assert sampled(server, **extra)["tokens"] == sampled(server, **extra)["tokens"], extra
+    code, _, j = server.post("/completion", {"prompt": PROMPT, "dynatemp_exponent": 0})
+    assert code == 400 and "dynatemp_exponent" in j["error"]["message"]
