@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -158,6 +159,23 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
              [&o](const std::string& v) { o.kv_rotate = parse_on_off(v, "--kv-rotate"); });
 }
 
+// llama.cpp's --logit-bias value: TOKEN_ID+BIAS or TOKEN_ID-BIAS (BIAS a number or inf; -inf bans it).
+static std::pair<int32_t, float> parse_logit_bias_arg(const std::string& v) {
+    const size_t at = v.find_first_of("+-", 1);
+    const std::string id = v.substr(0, at), bias = at == std::string::npos ? "" : v.substr(at + 1);
+    char* end = nullptr;
+    errno = 0;
+    const long tok = std::strtol(id.c_str(), &end, 10);
+    const bool id_ok = !id.empty() && *end == '\0' && errno == 0 && tok >= 0 && tok <= INT32_MAX;
+    end = nullptr;
+    float b = bias == "inf" ? INFINITY : std::strtof(bias.c_str(), &end);
+    const bool bias_ok = bias == "inf" || (!bias.empty() && end && *end == '\0' && std::isfinite(b));
+    if (!id_ok || !bias_ok || (v[at] == '+' && bias == "inf"))
+        fail("--logit-bias '%s': expected TOKEN_ID+BIAS or TOKEN_ID-BIAS, e.g. 15043+1.5, or 15043-inf to ban the "
+             "token", v.c_str());
+    return {(int32_t)tok, v[at] == '-' ? -b : b};
+}
+
 void add_sampling_options(ArgParser& p, SamplingParams& s) {
     p.u64("-s,--seed", &s.seed, "RNG seed (-1: random) [-1]");
     p.f32("--temp", &s.temp, "temperature (0: greedy) [0.8]", 0.0f, 100.0f);
@@ -168,6 +186,15 @@ void add_sampling_options(ArgParser& p, SamplingParams& s) {
     p.i32("--repeat-last-n", &s.repeat_last_n, "penalty window (0: off, -1: context) [64]", -1, INT32_MAX);
     p.f32("--presence-penalty", &s.presence_penalty, "presence penalty (0: off) [0]", -100.0f, 100.0f);
     p.f32("--frequency-penalty", &s.frequency_penalty, "frequency penalty (0: off) [0]", -100.0f, 100.0f);
+    p.custom("-l,--logit-bias", "ID(+|-)BIAS", "add BIAS to token ID's logit, e.g. 15043+1 or 15043-inf (repeatable)",
+             [&s](const std::string& v) { s.logit_bias.push_back(parse_logit_bias_arg(v)); });
+    p.f32("--top-nsigma,--top-n-sigma", &s.top_n_sigma, "top-n-sigma (-1: off) [-1]", -1.0f, 1e6f);
+    p.f32("--typical", &s.typical_p, "locally typical sampling p (1: off) [1]", 0.0f, 1.0f);
+    p.f32("--xtc-probability", &s.xtc_probability, "XTC: chance to exclude the top choices (0: off) [0]", 0.0f, 1.0f);
+    p.f32("--xtc-threshold", &s.xtc_threshold, "XTC: probability a top choice needs (> 0.5: off) [0.1]", 0.0f, 1.0f);
+    p.f32("--dynatemp-range", &s.dynatemp_range, "dynamic temperature range (0: off) [0]", 0.0f, 100.0f);
+    p.f32("--dynatemp-exp", &s.dynatemp_exponent, "dynamic temperature exponent [1]", 1e-6f, 100.0f);
+    p.i32("--min-keep", &s.min_keep, "tokens every filter keeps at least (0: 1) [0]", 0, INT32_MAX);
 }
 
 EngineParams engine_params(const ModelOptions& o) {
