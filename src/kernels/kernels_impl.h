@@ -22,9 +22,14 @@ using KvDecodeFn = void (*)(const uint8_t* head, float* out, int n);
 // s[i * kAttnTile + c] = dot(q_i, K_c) for i < nh query heads (q: nh x dk floats), c < nt <= kAttnTile
 // cells (heads[c]: cell c's stored K head). The per-cell reduction order is fixed by the ISA.
 using KvScoreFn = void (*)(const float* q, int nh, int dk, const uint8_t* const* heads, int nt, float* s);
+// acc_i[e] = acc_i[e] * corr[i] (the online softmax's rescale, one rounding; corr 1 leaves it exact), then
 // acc_i[e] += p[i * kAttnTile + c] * V_c[e] for c = 0..nt-1 in order, one fused multiply-add each
 // (acc: nh x dv floats).
-using KvAccumFn = void (*)(float* acc, int nh, int dv, const float* p, const uint8_t* const* heads, int nt);
+// note: the rescale is fused here, on the accumulators already in registers: as a separate scalar pass
+// in the driver it re-read what the kernel had just stored with masked stores (no store forwarding):
+// 5-10% of attention at ~80 cells.
+using KvAccumFn = void (*)(float* acc, int nh, int dv, const float* corr, const float* p, const uint8_t* const* heads,
+                           int nt);
 struct KvOps {
     KvDecodeFn decode = nullptr;
     int rot_group = 0;
@@ -57,11 +62,12 @@ void with_tile_shape(int nh, int dk, F&& f) {
     }
 }
 
-// One online-softmax step of one query head over a tile: x_c = scale · s[c] for c < nt; m' = max(m, max_c
-// x_c); s[c] = exp(x_c − m') (s has kAttnTile floats; past nt it may be written); l = l · corr + Σ_c s[c]
-// with corr = exp(m − m') (1 while m is −inf); m = m'. Returns corr, by which the caller scales the head's
-// accumulator. The order of the sum is fixed per ISA, so a row's result depends only on its own cells.
-using SoftmaxStepFn = float (*)(float* s, int nt, float scale, float* m, float* l);
+// One online-softmax step of nh query heads over a tile; for head i, with s_i = s + i · kAttnTile (kAttnTile
+// floats; past nt they may be written): x_c = scale · s_i[c] for c < nt; m' = max(m[i], max_c x_c);
+// s_i[c] = exp(x_c − m'); corr[i] = exp(m[i] − m') (1 while m[i] is −inf; the caller's accumulator
+// rescale, KvAccumFn); l[i] = l[i] · corr[i] + Σ_c s_i[c]; m[i] = m'. The order of the sum is fixed per
+// ISA and a head's arithmetic does not depend on nh, so a row's result depends only on its own cells.
+using SoftmaxStepFn = void (*)(float* s, int nh, int nt, float scale, float* m, float* l, float* corr);
 
 // The tile kernels on f32 heads (heads[c] points at dk / dv floats) and the softmax step.
 struct AttnMath {
@@ -88,7 +94,7 @@ void silu_mul(float* x, const float* y, int64_t n);  // x = silu(x) * y
 void gelu_tanh_mul(float* x, const float* y, int64_t n);
 void softmax(float* x, int64_t n);
 void exp_inplace(float* x, int64_t n);  // x[i] = exp(x[i]), ~1 ulp, flushes below exp(-87) to 0
-float softmax_step(float* s, int nt, float scale, float* m, float* l);  // SoftmaxStepFn, 8 lanes
+void softmax_heads(float* s, int nh, int nt, float scale, float* m, float* l, float* corr);  // SoftmaxStepFn
 KvOps kv_ops(GgmlType t);
 AttnMath attn_math();
 }  // namespace avx2_ops

@@ -267,10 +267,12 @@ void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int
         });
 }
 
-// acc_i[e0 .. e0 + 8 NV) of NH heads held in registers over the tile's cells (rem: valid values from
-// e0); each V chunk is loaded once per cell for all heads.
-template <class L, int NH, int NV>
-void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* p, const uint8_t* const* heads, int nt) {
+// acc_i[e0 .. e0 + 8 NV) of NH heads held in registers over the tile's cells, first scaled by corr[i]
+// (rem: valid values from e0); each V chunk is loaded once per cell for all heads.
+// kFull: whole vectors, plain loads and stores (vmaskmovps stores are slow and forward to no load).
+template <class L, int NH, int NV, bool kFull>
+void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* corr, const float* p, const uint8_t* const* heads,
+                 int nt) {
     // note: the unroll pragmas keep a[][] in registers (without them GCC kept them in memory)
     const int rem = dv - e0;
     const __m256i m = tail_mask(rem < 8 ? rem : 8);
@@ -278,7 +280,10 @@ void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* p, const 
     #pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
         #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) a[i][v] = _mm256_maskload_ps(acc + (size_t)i * dv + e0 + 8 * v, m);
+        for (int v = 0; v < NV; v++) {
+            float* ai = acc + (size_t)i * dv + e0 + 8 * v;
+            a[i][v] = _mm256_mul_ps(kFull ? _mm256_loadu_ps(ai) : _mm256_maskload_ps(ai, m), _mm256_set1_ps(corr[i]));
+        }
     for (int c = 0; c < nt; c++) {
         __m256 x[NV];
         #pragma GCC unroll 4
@@ -293,22 +298,27 @@ void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* p, const 
     #pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
         #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) _mm256_maskstore_ps(acc + (size_t)i * dv + e0 + 8 * v, m, a[i][v]);
+        for (int v = 0; v < NV; v++) {
+            float* ai = acc + (size_t)i * dv + e0 + 8 * v;
+            if (kFull) _mm256_storeu_ps(ai, a[i][v]);
+            else _mm256_maskstore_ps(ai, m, a[i][v]);
+        }
 }
 
 template <class L, int NH>
-void accum_heads(const L& ld, float* acc, int dv, const float* p, const uint8_t* const* heads, int nt) {
+void accum_heads(const L& ld, float* acc, int dv, const float* corr, const float* p, const uint8_t* const* heads, int nt) {
     int e0 = 0;
-    for (; e0 + 16 <= dv; e0 += 16) accum_chunk<L, NH, 2>(ld, acc, dv, e0, p, heads, nt);
-    for (; e0 < dv; e0 += 8) accum_chunk<L, NH, 1>(ld, acc, dv, e0, p, heads, nt);
+    for (; e0 + 16 <= dv; e0 += 16) accum_chunk<L, NH, 2, true>(ld, acc, dv, e0, corr, p, heads, nt);
+    for (; e0 + 8 <= dv; e0 += 8) accum_chunk<L, NH, 1, true>(ld, acc, dv, e0, corr, p, heads, nt);
+    if (e0 < dv) accum_chunk<L, NH, 1, false>(ld, acc, dv, e0, corr, p, heads, nt);
 }
 
 template <class L>
-void accum_tile(float* acc, int nh, int dv, const float* p, const uint8_t* const* heads, int nt) {
+void accum_tile(float* acc, int nh, int dv, const float* corr, const float* p, const uint8_t* const* heads, int nt) {
     const L ld;
     for (int i0 = 0; i0 < nh; i0 += 4)  // the V width is a loop bound here (accum_heads), not a shape
         with_tile_shape(nh - i0, 0, [&]<int NH, int>() {
-            accum_heads<L, NH>(ld, acc + (size_t)i0 * dv, dv, p + i0 * kAttnTile, heads, nt);
+            accum_heads<L, NH>(ld, acc + (size_t)i0 * dv, dv, corr + i0, p + i0 * kAttnTile, heads, nt);
         });
 }
 
@@ -342,6 +352,6 @@ KvOps kv_ops(GgmlType t) {
     }
 }
 
-AttnMath attn_math() { return {score_tile<LoadF32>, accum_tile<LoadF32>, softmax_step}; }
+AttnMath attn_math() { return {score_tile<LoadF32>, accum_tile<LoadF32>, softmax_heads}; }
 
 }  // namespace bee::avx2_ops

@@ -8,6 +8,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "base/fp16.h"
@@ -175,7 +176,8 @@ void score_heads(const L& ld, const float* q, int dk_rt, const uint8_t* const* h
             }
             for (int i = 0; i < NH; i++) part[i][c] = acc[i];
         }
-        for (int i = 0; i < NH; i++) _mm512_mask_storeu_ps(s + i * kAttnTile + c0, tail16(ng), reduce16(part[i]));
+        // all 16 lanes (cells past nt score 0): a plain store forwards to the softmax step's loads
+        for (int i = 0; i < NH; i++) _mm512_storeu_ps(s + i * kAttnTile + c0, reduce16(part[i]));
     }
 }
 
@@ -188,19 +190,24 @@ void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int
         });
 }
 
-// acc_i[e0 .. e0 + 16 NV) of NH heads held in registers over the tile's cells; each V chunk is loaded
-// once per cell for all heads.
-template <class L, int NH, int NV>
-void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* p, const uint8_t* const* heads, int nt) {
+// acc_i[e0 .. e0 + 16 NV) of NH heads held in registers over the tile's cells, first scaled by corr[i];
+// each V chunk is loaded once per cell for all heads. kFull: whole vectors, plain loads and stores
+// (a masked store forwards to no later load: the driver and the next tile read these accumulators).
+template <class L, int NH, int NV, bool kFull>
+void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* corr, const float* p, const uint8_t* const* heads,
+                 int nt) {
     // note: the unroll pragmas keep a[][] in registers (without them GCC kept the accumulators in memory)
     __mmask16 m[NV];
     #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) m[v] = tail16(dv - e0 - 16 * v);
+    for (int v = 0; v < NV; v++) m[v] = kFull ? (__mmask16)0xFFFF : tail16(dv - e0 - 16 * v);
     __m512 a[NH][NV];
     #pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
         #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) a[i][v] = _mm512_maskz_loadu_ps(m[v], acc + (size_t)i * dv + e0 + 16 * v);
+        for (int v = 0; v < NV; v++) {
+            const float* ai = acc + (size_t)i * dv + e0 + 16 * v;
+            a[i][v] = _mm512_mul_ps(kFull ? _mm512_loadu_ps(ai) : _mm512_maskz_loadu_ps(m[v], ai), _mm512_set1_ps(corr[i]));
+        }
     for (int c = 0; c < nt; c++) {
         __m512 x[NV];
         // one scale for the chunk when a block covers it (TurboQuant), else one per vector
@@ -220,23 +227,83 @@ void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* p, const 
     #pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
         #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) _mm512_mask_storeu_ps(acc + (size_t)i * dv + e0 + 16 * v, m[v], a[i][v]);
+        for (int v = 0; v < NV; v++) {
+            float* ai = acc + (size_t)i * dv + e0 + 16 * v;
+            if (kFull) _mm512_storeu_ps(ai, a[i][v]);
+            else _mm512_mask_storeu_ps(ai, m[v], a[i][v]);
+        }
 }
 
 template <class L, int NH>
-void accum_heads(const L& ld, float* acc, int dv, const float* p, const uint8_t* const* heads, int nt) {
+void accum_heads(const L& ld, float* acc, int dv, const float* corr, const float* p, const uint8_t* const* heads, int nt) {
     int e0 = 0;
-    for (; e0 + 64 <= dv; e0 += 64) accum_chunk<L, NH, 4>(ld, acc, dv, e0, p, heads, nt);
-    for (; e0 < dv; e0 += 16) accum_chunk<L, NH, 1>(ld, acc, dv, e0, p, heads, nt);
+    for (; e0 + 64 <= dv; e0 += 64) accum_chunk<L, NH, 4, true>(ld, acc, dv, e0, corr, p, heads, nt);
+    for (; e0 + 16 <= dv; e0 += 16) accum_chunk<L, NH, 1, true>(ld, acc, dv, e0, corr, p, heads, nt);
+    if (e0 < dv) accum_chunk<L, NH, 1, false>(ld, acc, dv, e0, corr, p, heads, nt);
 }
 
 template <class L>
-void accum_tile(float* acc, int nh, int dv, const float* p, const uint8_t* const* heads, int nt) {
+void accum_tile(float* acc, int nh, int dv, const float* corr, const float* p, const uint8_t* const* heads, int nt) {
     const L ld;
     for (int i0 = 0; i0 < nh; i0 += 4)  // the V width is a loop bound here (accum_heads), not a shape
         with_tile_shape(nh - i0, 0, [&]<int NH, int>() {
-            accum_heads<L, NH>(ld, acc + (size_t)i0 * dv, dv, p + i0 * kAttnTile, heads, nt);
+            accum_heads<L, NH>(ld, acc + (size_t)i0 * dv, dv, corr + i0, p + i0 * kAttnTile, heads, nt);
         });
+}
+
+// ---- online softmax step ----------------------------------------------------------------------------
+
+// exp(x) for x <= 0, -inf or NaN (softmax arguments x - max): n = round(x·log2 e), r = x - n·ln2 (two-part
+// ln2), exp(r) by the degree-7 Taylor polynomial of simd_avx2.h's exp8 (|r| <= 0.347), times 2^n by
+// vscalefps, which rounds the subnormal results and needs no exponent clamps or blends. x below -104
+// gives 0 (exp(-104) is under half the smallest subnormal); NaN stays NaN (vmaxps returns its second
+// operand when either is NaN).
+inline __m512 exp16_nonpos(__m512 x) {
+    x = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);  // ln2 high part (exact n·hi)
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-06f), r);    // ln2 low part
+    __m512 p = _mm512_set1_ps(1.0f / 5040);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+// One head of softmax_heads on two vectors of 16 cells: the tile's max by one reduction, the exponentials
+// of a tile with at most 16 cells in one vector. The sum's order is fixed (lanes added pairwise, then
+// _mm512_reduce_add_ps's tree), so a row's result depends only on its own cells.
+// note: the heads stay separate chains (max, rescale, exponentials, sum) that the core overlaps; gathering
+// the heads' maxima into one vector for a single vector exp of the rescales made one longer chain and
+// was slower.
+inline float softmax_step(float* s, int nt, float scale, float* m, float* l) {
+    static_assert(kAttnTile == 32, "two vectors of 16 per tile");
+    const __m512 vs = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-INFINITY);
+    const __m512 x0 = _mm512_mask_mul_ps(ninf, tail16(nt), _mm512_loadu_ps(s), vs);  // lanes past nt: -inf
+    const __m512 x1 = _mm512_mask_mul_ps(ninf, tail16(nt - 16), _mm512_loadu_ps(s + 16), vs);
+    const float tmax = _mm512_reduce_max_ps(_mm512_max_ps(x0, x1));
+    float corr = 1.0f;
+    if (tmax > *m) {
+        if (*m != -INFINITY) corr = expf(*m - tmax);
+        *l *= corr;
+        *m = tmax;
+    }
+    const __m512 vm = _mm512_set1_ps(*m);
+    const __m512 p0 = exp16_nonpos(_mm512_sub_ps(x0, vm));  // exp(-inf) = 0: lanes past nt add nothing
+    const __m512 p1 = nt > 16 ? exp16_nonpos(_mm512_sub_ps(x1, vm)) : _mm512_setzero_ps();
+    _mm512_storeu_ps(s, p0);
+    _mm512_storeu_ps(s + 16, p1);
+    *l += _mm512_reduce_add_ps(_mm512_add_ps(p0, p1));
+    return corr;
+}
+
+void softmax_heads(float* s, int nh, int nt, float scale, float* m, float* l, float* corr) {
+    for (int i = 0; i < nh; i++) corr[i] = softmax_step(s + i * kAttnTile, nt, scale, m + i, l + i);
 }
 
 template <class L>
@@ -261,6 +328,6 @@ KvOps kv_ops(GgmlType t) {
     }
 }
 
-AttnMath attn_math() { return {score_tile<LoadF32>, accum_tile<LoadF32>, avx2_ops::softmax_step}; }
+AttnMath attn_math() { return {score_tile<LoadF32>, accum_tile<LoadF32>, softmax_heads}; }
 
 }  // namespace bee::avx512_ops

@@ -25,9 +25,10 @@ void score(const float* q, int nh, int dk, const uint8_t* const* heads, int nt, 
     }
 }
 
-void accum(float* acc, int nh, int dv, const float* p, const uint8_t* const* heads, int nt) {
+void accum(float* acc, int nh, int dv, const float* corr, const float* p, const uint8_t* const* heads, int nt) {
     for (int i = 0; i < nh; i++) {
         float* a = acc + (size_t)i * dv;
+        for (int e = 0; e < dv; e++) a[e] *= corr[i];
         for (int c = 0; c < nt; c++) {
             const float* v = (const float*)heads[c];
             const float w = p[i * kAttnTile + c];
@@ -83,7 +84,9 @@ KvOps ops(GgmlType t) {
 #undef BEE_KV_DEQUANT
 #undef BEE_KV_TURBO
 
-// The softmax step (SoftmaxStepFn) one element at a time, the sum in cell order.
+namespace {
+
+// One head of the softmax step one element at a time, the sum in cell order.
 float softmax_step(float* s, int nt, float scale, float* m, float* l) {
     float tmax = -INFINITY;
     for (int c = 0; c < nt; c++) {
@@ -103,6 +106,12 @@ float softmax_step(float* s, int nt, float scale, float* m, float* l) {
     return corr;
 }
 
-AttnMath attn_math() { return {score, accum, softmax_step}; }
+void softmax_heads(float* s, int nh, int nt, float scale, float* m, float* l, float* corr) {
+    for (int i = 0; i < nh; i++) corr[i] = softmax_step(s + i * kAttnTile, nt, scale, m + i, l + i);
+}
+
+}  // namespace
+
+AttnMath attn_math() { return {score, accum, softmax_heads}; }
 
 }  // namespace bee::kv_scalar

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -195,19 +196,21 @@ TEST(KvAttention, IsaTileKernelsMatchScalar) {
         for (int nt : {1, 7, 16, 19, kAttnTile})
             for (int nh : {1, 3, 4, 7}) {
                 const std::vector<float> q = random_floats((size_t)nh * n, 23), p = random_floats((size_t)nh * kAttnTile, 25, 0, 1);
+                std::vector<float> corr = random_floats(nh, 27, 0, 1);  // the online softmax's rescale
+                corr[0] = 1.0f;
                 const std::vector<float> heads = random_floats((size_t)nt * n, 24);
                 std::vector<const uint8_t*> ptr(nt);
                 for (int c = 0; c < nt; c++) ptr[c] = (const uint8_t*)(heads.data() + (size_t)c * n);
                 std::vector<float> want_s((size_t)nh * kAttnTile, 0), want_acc = random_floats((size_t)nh * n, 26);
                 std::vector<float> acc0 = want_acc;
                 ref.score(q.data(), nh, n, ptr.data(), nt, want_s.data());
-                ref.accum(want_acc.data(), nh, n, p.data(), ptr.data(), nt);
+                ref.accum(want_acc.data(), nh, n, corr.data(), p.data(), ptr.data(), nt);
                 for (Isa isa : all_isas()) {
                     IsaScope scope(isa);
                     const AttnMath m = attn_math_for();
                     std::vector<float> got_s((size_t)nh * kAttnTile, 0), got_acc = acc0;
                     m.score(q.data(), nh, n, ptr.data(), nt, got_s.data());
-                    m.accum(got_acc.data(), nh, n, p.data(), ptr.data(), nt);
+                    m.accum(got_acc.data(), nh, n, corr.data(), p.data(), ptr.data(), nt);
                     for (int i = 0; i < nh; i++)
                         for (int c = 0; c < nt; c++)
                             ASSERT_NEAR(got_s[i * kAttnTile + c], want_s[i * kAttnTile + c], 1e-4)
@@ -216,6 +219,42 @@ TEST(KvAttention, IsaTileKernelsMatchScalar) {
                         ASSERT_NEAR(got_acc[e], want_acc[e], 1e-5) << isa_name(isa) << " n " << n << " nt " << nt;
                 }
             }
+}
+
+// The online-softmax step of every ISA against the scalar one: first tiles (running max -inf) and later
+// ones whose max rises or not, partial tiles, more heads than one AVX-512 pass (16); and each head's bits
+// the same alone as among nh heads (tasks split a GQA group's heads, attention.cpp).
+TEST(KvAttention, IsaSoftmaxStepMatchesScalar) {
+    const AttnMath ref = kv_scalar::attn_math();
+    for (int nh : {1, 3, 7, 17})
+        for (int nt : {1, 5, 16, 17, kAttnTile}) {
+            const std::vector<float> s0 = random_floats((size_t)nh * kAttnTile, 41, -8, 8);
+            std::vector<float> m0 = random_floats(nh, 42, -2, 6), l0 = random_floats(nh, 43, 0.5f, 4);
+            for (int i = 0; i < nh; i += 3) m0[i] = -INFINITY, l0[i] = 0;  // a partition's first tile
+            std::vector<float> s_ref = s0, m_ref = m0, l_ref = l0, c_ref(nh);
+            ref.softmax(s_ref.data(), nh, nt, 0.7f, m_ref.data(), l_ref.data(), c_ref.data());
+            for (Isa isa : all_isas()) {
+                IsaScope scope(isa);
+                const AttnMath mth = attn_math_for();
+                std::vector<float> s = s0, m = m0, l = l0, c(nh);
+                mth.softmax(s.data(), nh, nt, 0.7f, m.data(), l.data(), c.data());
+                for (int i = 0; i < nh; i++) {
+                    const std::string at = std::string(isa_name(isa)) + " nh " + std::to_string(nh) + " nt " +
+                                           std::to_string(nt) + " head " + std::to_string(i);
+                    ASSERT_EQ(m[i], m_ref[i]) << at;  // a max is exact
+                    ASSERT_NEAR(c[i], c_ref[i], 3e-7 * c_ref[i]) << at;
+                    ASSERT_NEAR(l[i], l_ref[i], 1e-6 * l_ref[i]) << at;
+                    for (int k = 0; k < nt; k++)
+                        ASSERT_NEAR(s[i * kAttnTile + k], s_ref[i * kAttnTile + k], 3e-7 * s_ref[i * kAttnTile + k] + 1e-38f) << at;
+                    std::vector<float> s1(s0.begin() + i * kAttnTile, s0.begin() + (i + 1) * kAttnTile);
+                    float m1 = m0[i], l1 = l0[i], c1;
+                    mth.softmax(s1.data(), 1, nt, 0.7f, &m1, &l1, &c1);
+                    ASSERT_EQ(0, memcmp(s1.data(), s.data() + i * kAttnTile, nt * sizeof(float))) << at;
+                    ASSERT_EQ(0, memcmp(&l1, &l[i], sizeof(float))) << at;
+                    ASSERT_EQ(0, memcmp(&c1, &c[i], sizeof(float))) << at;
+                }
+            }
+        }
 }
 
 // A type's fused tile kernels (reading stored bytes) give exactly the bits of its decoder followed by
@@ -230,6 +269,7 @@ TEST(KvAttention, FusedTileKernelsEqualDecodeThenF32) {
         std::vector<uint8_t> rows(hb * nt);
         for (int c = 0; c < nt; c++) quant_traits(t)->quantize_row(x.data() + (size_t)c * n, rows.data() + c * hb, n);
         const std::vector<float> q = random_floats((size_t)nh * n, 32), p = random_floats((size_t)nh * kAttnTile, 33, 0, 1);
+        const std::vector<float> corr = random_floats(nh, 35, 0, 1);
         for (Isa isa : all_isas()) {
             IsaScope scope(isa);
             const KvOps ops = kv_ops_for(t);
@@ -247,8 +287,8 @@ TEST(KvAttention, FusedTileKernelsEqualDecodeThenF32) {
             std::vector<float> s1((size_t)nh * kAttnTile, 0), s2 = s1, a1 = random_floats((size_t)nh * n, 34), a2 = a1;
             ops.score(q.data(), nh, n, raw.data(), nt, s1.data());
             m.score(q.data(), nh, n, f32.data(), nt, s2.data());
-            ops.accum(a1.data(), nh, n, p.data(), raw.data(), nt);
-            m.accum(a2.data(), nh, n, p.data(), f32.data(), nt);
+            ops.accum(a1.data(), nh, n, corr.data(), p.data(), raw.data(), nt);
+            m.accum(a2.data(), nh, n, corr.data(), p.data(), f32.data(), nt);
             EXPECT_EQ(0, memcmp(s1.data(), s2.data(), s1.size() * sizeof(float))) << ggml_type_name(t) << " " << isa_name(isa);
             EXPECT_EQ(0, memcmp(a1.data(), a2.data(), a1.size() * sizeof(float))) << ggml_type_name(t) << " " << isa_name(isa);
         }
@@ -257,7 +297,9 @@ TEST(KvAttention, FusedTileKernelsEqualDecodeThenF32) {
     EXPECT_EQ(checked, 9 * (int)(all_isas().size() - 1));
 }
 
-// DESIGN.md invariant 2 with compressed KV: a row's output is bit-identical alone or in a batch.
+// DESIGN.md invariant 2 with compressed KV: a row's output is bit-identical alone or in a batch. The
+// batch on 1 thread has 4 rows per thread, so its tasks take every kv head of a row (attention.cpp
+// kv_per_task), while a row alone is split by kv head.
 TEST(KvAttention, RowAloneEqualsRowInBatch) {
     ThreadPool pool1(1), pool2(2);
     AttnSetup s(64);
@@ -267,19 +309,22 @@ TEST(KvAttention, RowAloneEqualsRowInBatch) {
         const KvStore v = make_kv(t, s.vf, s.n_cells, s.n_head_kv, 64);
         for (Isa isa : all_isas()) {
             IsaScope scope(isa);
-            std::vector<float> batch(s.q.size());
-            attention(pool2, s.args(k, v, batch.data()));
-            const size_t row = (size_t)s.n_head * 64;
-            for (int r = 0; r < s.n_rows; r++) {
-                AttentionArgs a = s.args(k, v, nullptr);
-                std::vector<float> one(row);
-                a.n_rows = 1;
-                a.q = s.q.data() + r * row;
-                a.out = one.data();
-                a.visible = s.vis.data() + r;
-                attention(pool1, a);
-                ASSERT_EQ(0, memcmp(one.data(), batch.data() + r * row, row * sizeof(float)))
-                    << ggml_type_name(t) << " " << isa_name(isa) << " row " << r;
+            for (ThreadPool* batch_pool : {&pool1, &pool2}) {
+                std::vector<float> batch(s.q.size());
+                attention(*batch_pool, s.args(k, v, batch.data()));
+                const size_t row = (size_t)s.n_head * 64;
+                for (int r = 0; r < s.n_rows; r++) {
+                    AttentionArgs a = s.args(k, v, nullptr);
+                    std::vector<float> one(row);
+                    a.n_rows = 1;
+                    a.q = s.q.data() + r * row;
+                    a.out = one.data();
+                    a.visible = s.vis.data() + r;
+                    attention(pool1, a);
+                    ASSERT_EQ(0, memcmp(one.data(), batch.data() + r * row, row * sizeof(float)))
+                        << ggml_type_name(t) << " " << isa_name(isa) << " row " << r << " batch threads "
+                        << batch_pool->size();
+                }
             }
         }
     }
