@@ -157,6 +157,9 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
     p.custom("--kv-rotate", "on|off",
              "store q8_0/q4_0/q4_1/q5_0/q5_1 KV Hadamard-rotated (head sizes a multiple of 64) [on]",
              [&o](const std::string& v) { o.kv_rotate = parse_on_off(v, "--kv-rotate"); });
+    p.custom("--kv-boundary-layers", "N|auto|0",
+             "keep turbo V at q8_0 on the first and last N layers (auto: 2 on models of 16+ layers; 0: none) [auto]",
+             [&o](const std::string& v) { o.kv_boundary_layers = kv_boundary_from_name(v, "--kv-boundary-layers"); });
 }
 
 // llama.cpp's --logit-bias value: TOKEN_ID+BIAS or TOKEN_ID-BIAS (BIAS a number or inf; -inf bans it).
@@ -206,6 +209,7 @@ EngineParams engine_params(const ModelOptions& o) {
     ep.type_v = o.type_v;
     ep.kv_auto_asymmetric = o.kv_auto_asymmetric;
     ep.kv_rotate = o.kv_rotate;
+    ep.kv_boundary_layers = o.kv_boundary_layers;
     return ep;
 }
 

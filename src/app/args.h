@@ -55,6 +55,7 @@ struct ModelOptions {
     GgmlType type_v = GgmlType::F16;
     bool kv_auto_asymmetric = true;
     bool kv_rotate = true;
+    int32_t kv_boundary_layers = kKvBoundaryAuto;  // --kv-boundary-layers (kv/kv_layers.h)
 };
 void add_model_options(ArgParser& p, ModelOptions& o);
 // The Engine settings the model options ask for (n_ubatch is capped by n_batch).

@@ -30,6 +30,7 @@ struct BenchOptions {
     GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;
     bool kv_auto_asymmetric = true;
     bool kv_rotate = true;
+    int kv_boundary_layers = kKvBoundaryAuto;
     std::string output = "md";
     bool bandwidth = false;
     int32_t bandwidth_mb = 1024;
@@ -80,6 +81,8 @@ void add_bench_options(ArgParser& p, BenchOptions& o) {
         if (v != "on" && v != "off") fail("invalid value '%s' for --kv-rotate: expected on or off", v.c_str());
         o.kv_rotate = v == "on";
     });
+    p.custom("--kv-boundary-layers", "N|auto|0", "keep turbo V at q8_0 on the first and last N layers (auto: 2 on 16+ layers) [auto]",
+             [&o](const std::string& v) { o.kv_boundary_layers = kv_boundary_from_name(v, "--kv-boundary-layers"); });
     p.custom("-o,--output", "FMT", "output format: md, csv, json [md]", [&o](const std::string& v) {
         if (v != "md" && v != "csv" && v != "json") fail("invalid value '%s' for -o/--output: expected md, csv or json", v.c_str());
         o.output = v;
@@ -133,8 +136,8 @@ double bytes_per_token(Engine& eng, double depth_avg) {
     if (m.gguf().find_tensor("output.weight"))  // not tied (a tied head may still be a repacked copy)
         bytes -= (double)ggml_row_size(w.tok_embd.type, w.tok_embd.ne0) * (double)(w.tok_embd.ne1 - 1);
     const HParams& hp = m.hparams();
-    const double row = (double)(eng.kv().k_row_bytes() + eng.kv().v_row_bytes());
     for (int il = 0; il < hp.n_layer; il++) {
+        const double row = (double)(eng.kv().k_row_bytes() + eng.kv().v_row_bytes(il));
         const bool swa = hp.n_swa > 0 && il < (int)hp.layers.size() && hp.layers[il].swa;
         bytes += row * (swa ? std::min(depth_avg, (double)hp.n_swa) : depth_avg);
     }
@@ -175,7 +178,7 @@ void fill_depth(Engine& eng, std::mt19937& rng, int depth, int n_batch) {
         for (int i = 0; i < n; i++) {
             const int32_t from = src[(size_t)i % src.size()].second;
             memcpy(kv.k_row(il, cells[i]), kv.k_row(il, from), kv.k_row_bytes());
-            memcpy(kv.v_row(il, cells[i]), kv.v_row(il, from), kv.v_row_bytes());
+            memcpy(kv.v_row(il, cells[i]), kv.v_row(il, from), kv.v_row_bytes(il));
         }
 }
 
@@ -235,6 +238,7 @@ void bench_model(const BenchOptions& o, const std::string& path, std::vector<Ben
         ep.type_v = o.type_v;
         ep.kv_auto_asymmetric = o.kv_auto_asymmetric;
         ep.kv_rotate = o.kv_rotate;
+        ep.kv_boundary_layers = o.kv_boundary_layers;
         Engine eng(*model, ep);
         for (BenchResult t : tests) {
             t.n_threads = eng.params().n_threads;

@@ -188,6 +188,7 @@ int cmd_serve(int argc, char** argv) {
         http.start();  // answers 503 "Loading model" until the model is ready
         EngineParams ep = engine_params(o.model);
         ep.n_seq_max = ctx.params.sched.n_parallel;
+        ep.kv_split = !ctx.params.sched.kv_unified;  // a slot's cells stay contiguous
         server::load_server_context(ctx, ep);
         const server::ServerParams& s = ctx.params;
         printf("listening on http://%s:%d\nchat page: http://%s:%d/\n", s.host.c_str(), s.port, s.host.c_str(), s.port);

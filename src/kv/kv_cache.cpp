@@ -73,7 +73,17 @@ KvCache::KvCache(const KvCacheParams& p) : p_(p) {
         fail("KV cache: K type %s is not supported (use one of %s)", ggml_type_name(p.type_k), kv_type_names());
     if (!kv_type_supported(p.type_v))
         fail("KV cache: V type %s is not supported (use one of %s)", ggml_type_name(p.type_v), kv_type_names());
+    if (!p.type_v_layer.empty() && (int)p.type_v_layer.size() != p.n_layer)
+        fail("KV cache: %zu per-layer V types given for %d layers", p.type_v_layer.size(), p.n_layer);
+    for (size_t il = 0; il < p.type_v_layer.size(); il++)
+        if (!kv_type_supported(p.type_v_layer[il]))
+            fail("KV cache: V type %s of layer %zu is not supported (use one of %s)",
+                 ggml_type_name(p.type_v_layer[il]) ? ggml_type_name(p.type_v_layer[il]) : "(unknown)", il,
+                 kv_type_names());
     if (p.n_cells <= 0 || p.n_layer <= 0) fail("KV cache: needs at least one cell and one layer");
+    if (p.n_partitions < 1 || p.n_partitions > kMaxSequences || p.n_partitions > p.n_cells)
+        fail("KV cache: %d sequence ranges for %d cells (1..%d, at most one per cell)", p.n_partitions, p.n_cells,
+             kMaxSequences);
     n_head_ = p.n_head_kv > 0 ? p.n_head_kv : 1;
     head_dim_k_ = p.head_dim_k > 0 ? p.head_dim_k : (int)p.n_embd_k;
     head_dim_v_ = p.head_dim_v > 0 ? p.head_dim_v : (int)p.n_embd_v;
@@ -81,18 +91,39 @@ KvCache::KvCache(const KvCacheParams& p) : p_(p) {
         fail("KV cache: %d heads of %d (K) / %d (V) values do not make rows of %lld / %lld", n_head_, head_dim_k_,
              head_dim_v_, (long long)p.n_embd_k, (long long)p.n_embd_v);
     rot_k_ = kv_rot_group(p.type_k, head_dim_k_, p.rotate);
-    rot_v_ = kv_rot_group(p.type_v, head_dim_v_, p.rotate);
-    v_alpha_ = turbo_v_alpha(p.type_v);
     k_row_bytes_ = n_head_ * kv_head_bytes(p.type_k, head_dim_k_);
-    v_row_bytes_ = n_head_ * kv_head_bytes(p.type_v, head_dim_v_);
+    v_base_ = make_v_layer(p.type_v);
     cells_.resize(p.n_cells);
     shift_.assign(p.n_cells, 0);
     k_.resize(p.n_layer);
-    v_.resize(p.n_layer);
+    v_.reserve(p.n_layer);
     for (int il = 0; il < p.n_layer; il++) {
         k_[il].assign(k_row_bytes_ * p.n_cells, 0);
-        v_[il].assign(v_row_bytes_ * p.n_cells, 0);
+        v_.push_back(make_v_layer(p.type_v_layer.empty() ? p.type_v : p.type_v_layer[il]));
+        v_.back().data.assign(v_.back().row_bytes * p.n_cells, 0);
     }
+}
+
+KvCache::VLayer KvCache::make_v_layer(GgmlType t) const {
+    VLayer l;
+    l.type = t;
+    l.rot = kv_rot_group(t, head_dim_v_, p_.rotate);
+    l.alpha = turbo_v_alpha(t);
+    l.row_bytes = n_head_ * kv_head_bytes(t, head_dim_v_);
+    return l;
+}
+
+size_t KvCache::bytes_per_token() const {
+    size_t n = k_row_bytes_ * (size_t)p_.n_layer;
+    for (const VLayer& l : v_) n += l.row_bytes;
+    return n;
+}
+
+std::vector<int> KvCache::v_promoted_layers() const {
+    std::vector<int> out;
+    for (int il = 0; il < p_.n_layer; il++)
+        if (v_[il].type != p_.type_v) out.push_back(il);
+    return out;
 }
 
 // note: heads are encoded one by one through a zero-padded scratch, so a 64-wide head in a 128-group
@@ -126,8 +157,40 @@ void KvCache::decode(GgmlType t, int head_dim, int rot, const uint8_t* src, floa
     }
 }
 
+// Cells for a batch in the sequences' own ranges (KvCacheParams::n_partitions), lowest free first within
+// each; false (nothing taken) when a range is full or a sequence has no range.
+bool KvCache::alloc_partitioned(int n, const int32_t* pos, const int32_t* seq, int32_t* cells_out) {
+    const int P = p_.n_partitions;
+    const int64_t cells = p_.n_cells;
+    int next[kMaxSequences];  // per partition: where its search continues
+    for (int i = 0; i < P; i++) next[i] = (int)(cells * i / P);
+    for (int k = 0; k < n; k++) {
+        const int s = seq[k];
+        if (s < 0 || s >= P) {
+            for (int j = 0; j < k; j++) cells_[cells_out[j]] = KvCell{};
+            return false;
+        }
+        const int end = (int)(cells * (s + 1) / P);
+        int c = next[s];
+        while (c < end && cells_[c].used()) c++;
+        if (c == end) {  // full: undo this batch's cells
+            for (int j = 0; j < k; j++) cells_[cells_out[j]] = KvCell{};
+            return false;
+        }
+        cells_[c].pos = pos[k];
+        cells_[c].seq_mask = 1ull << s;
+        shift_[c] = 0;
+        cells_out[k] = c;
+        next[s] = c + 1;
+    }
+    for (int k = 0; k < n; k++) end_ = std::max(end_, cells_out[k] + 1);
+    n_used_ += n;
+    return true;
+}
+
 bool KvCache::alloc(int n, const int32_t* pos, const int32_t* seq, int32_t* cells_out) {
     if (n > p_.n_cells - n_used_) return false;
+    if (p_.n_partitions > 1 && alloc_partitioned(n, pos, seq, cells_out)) return true;
     int k = 0;
     for (int c = 0; c < p_.n_cells && k < n; c++) {
         if (cells_[c].used()) continue;

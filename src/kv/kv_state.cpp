@@ -23,6 +23,8 @@ SeqState seq_state_export(const KvCache& kv, int seq, int32_t p1) {
     st.v_row_bytes = kv.v_row_bytes();
     st.rot_k = kv.k_rot_group();
     st.rot_v = kv.v_rot_group();
+    if (!kv.v_promoted_layers().empty())
+        for (int il = 0; il < p.n_layer; il++) st.v_layers.push_back({kv.v_type(il), kv.v_row_bytes(il), kv.v_rot_group(il)});
     std::vector<std::pair<int32_t, int32_t>> cells;  // (pos, cell) ascending
     kv.seq_cells_sorted(seq, cells);
     if (p1 >= 0)
@@ -30,14 +32,16 @@ SeqState seq_state_export(const KvCache& kv, int seq, int32_t p1) {
     const size_t n = cells.size();
     for (const auto& [pos, c] : cells) st.pos.push_back(pos);
     st.k.resize((size_t)p.n_layer * n * st.k_row_bytes);
-    st.v.resize((size_t)p.n_layer * n * st.v_row_bytes);
+    st.v.resize(n * (kv.bytes_per_token() - (size_t)p.n_layer * st.k_row_bytes));
+    uint8_t* vd = st.v.data();
     for (int il = 0; il < p.n_layer; il++) {
         uint8_t* kd = st.k.data() + (size_t)il * n * st.k_row_bytes;
-        uint8_t* vd = st.v.data() + (size_t)il * n * st.v_row_bytes;
+        const size_t vb = kv.v_row_bytes(il);
         for (size_t i = 0; i < n; i++) {
             memcpy(kd + i * st.k_row_bytes, kv.k_data(il) + (size_t)cells[i].second * st.k_row_bytes, st.k_row_bytes);
-            memcpy(vd + i * st.v_row_bytes, kv.v_data(il) + (size_t)cells[i].second * st.v_row_bytes, st.v_row_bytes);
+            memcpy(vd + i * vb, kv.v_data(il) + (size_t)cells[i].second * vb, vb);
         }
+        vd += n * vb;
     }
     return st;
 }
@@ -54,6 +58,15 @@ void seq_state_check(const KvCache& kv, const SeqState& st, const char* what) {
         fail("%s: the state's K/V rows are Hadamard-rotated in groups of %d/%d (0: not rotated), this cache's in "
              "groups of %d/%d (use the same --kv-rotate as when it was saved)",
              what, st.rot_k, st.rot_v, kv.k_rot_group(), kv.v_rot_group());
+    for (int il = 0; il < p.n_layer; il++) {
+        const SeqState::VLayer l = st.v_layer(il);
+        if (l.type != kv.v_type(il) || l.row_bytes != kv.v_row_bytes(il) || l.rot != kv.v_rot_group(il))
+            fail("%s: layer %d of the state has V type %s (rows of %zu bytes, rotation group %d), this cache's layer %d "
+                 "has %s (%zu bytes, %d): the per-layer V types differ (use the same -ctv and --kv-boundary-layers as "
+                 "when it was saved)",
+                 what, il, ggml_type_name(l.type) ? ggml_type_name(l.type) : "(unknown)", l.row_bytes, l.rot, il,
+                 ggml_type_name(kv.v_type(il)), kv.v_row_bytes(il), kv.v_rot_group(il));
+    }
 }
 
 bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
@@ -64,21 +77,24 @@ bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
     if (n == 0) return true;
     std::vector<int32_t> seqs(n, seq), cells(n);
     if (!kv.alloc(n, st.pos.data(), seqs.data(), cells.data())) return false;
+    const uint8_t* vd = st.v.data();
     for (int il = 0; il < p.n_layer; il++) {
         const uint8_t* kd = st.k.data() + (size_t)il * n * st.k_row_bytes;
-        const uint8_t* vd = st.v.data() + (size_t)il * n * st.v_row_bytes;
+        const size_t vb = kv.v_row_bytes(il);
         for (int i = 0; i < n; i++) {
             memcpy(kv.k_row(il, cells[i]), kd + (size_t)i * st.k_row_bytes, st.k_row_bytes);
-            memcpy(kv.v_row(il, cells[i]), vd + (size_t)i * st.v_row_bytes, st.v_row_bytes);
+            memcpy(kv.v_row(il, cells[i]), vd + (size_t)i * vb, vb);
         }
+        vd += (size_t)n * vb;
     }
     return true;
 }
 
 namespace {
 
-constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '2'};
-constexpr char kSeqMagicV1[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '1'};  // no rotation fields
+constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '3'};
+constexpr char kSeqMagicV2[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '2'};  // no per-layer V layouts
+constexpr char kSeqMagicV1[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '1'};  // no rotation fields either
 
 template <typename T>
 void put(std::string& out, T v) {
@@ -122,6 +138,12 @@ size_t seq_file_write(const std::string& path, const SeqFile& f) {
     put(out, (uint64_t)st.v_row_bytes);
     put(out, (int32_t)st.rot_k);
     put(out, (int32_t)st.rot_v);
+    put(out, (uint32_t)st.v_layers.size());
+    for (const SeqState::VLayer& l : st.v_layers) {
+        put(out, (uint32_t)l.type);
+        put(out, (uint64_t)l.row_bytes);
+        put(out, (int32_t)l.rot);
+    }
     put(out, (uint32_t)f.tokens.size());
     put(out, (uint32_t)st.pos.size());
     put_bytes(out, f.tokens.data(), f.tokens.size() * sizeof(int32_t));
@@ -141,9 +163,10 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     std::ifstream file(path, std::ios::binary);
     if (!file) fail("cannot open slot file '%s': %s", path.c_str(), strerror(errno));
     const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    const bool v1 = data.size() >= sizeof kSeqMagic && memcmp(data.data(), kSeqMagicV1, sizeof kSeqMagicV1) == 0;
-    if (data.size() < sizeof kSeqMagic + 8 || (!v1 && memcmp(data.data(), kSeqMagic, sizeof kSeqMagic) != 0))
-        fail("slot file '%s' is not a Bee slot file (no BEESEQ02 or BEESEQ01 header)", path.c_str());
+    const auto magic = [&](const char* m) { return data.size() >= 8 && memcmp(data.data(), m, 8) == 0; };
+    const bool v1 = magic(kSeqMagicV1), v2 = magic(kSeqMagicV2);
+    if (data.size() < sizeof kSeqMagic + 8 || (!v1 && !v2 && !magic(kSeqMagic)))
+        fail("slot file '%s' is not a Bee slot file (no BEESEQ03, BEESEQ02 or BEESEQ01 header)", path.c_str());
     uint64_t sum;
     memcpy(&sum, data.data() + data.size() - 8, 8);
     if (sum != XXH3_64bits(data.data(), data.size() - 8))
@@ -163,25 +186,47 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
         st.rot_k = r.get<int32_t>("K rotation group");
         st.rot_v = r.get<int32_t>("V rotation group");
     }
+    if (!v1 && !v2) {
+        const uint32_t n_v = r.get<uint32_t>("per-layer V count");
+        if (n_v != 0 && (int64_t)n_v != (int64_t)st.n_layer)
+            fail("slot file '%s': %u per-layer V layouts for %d layers", path.c_str(), n_v, st.n_layer);
+        for (uint32_t il = 0; il < n_v; il++) {
+            SeqState::VLayer l;
+            l.type = (GgmlType)r.get<uint32_t>("per-layer V type");
+            l.row_bytes = r.get<uint64_t>("per-layer V row bytes");
+            l.rot = r.get<int32_t>("per-layer V rotation group");
+            st.v_layers.push_back(l);
+        }
+    }
     const uint32_t n_tokens = r.get<uint32_t>("token count"), n_cells = r.get<uint32_t>("cell count");
     // Sizes are checked against what is left before anything is allocated (a damaged header must not
     // ask for gigabytes).
-    const uint64_t left = body.size() - r.at, row = st.k_row_bytes + st.v_row_bytes;
+    const uint64_t left = body.size() - r.at;
     bool sizes_ok = st.n_layer >= 0 && st.k_row_bytes <= left && st.v_row_bytes <= left;
+    uint64_t cell = 0;  // K and V bytes of one cell over all layers
+    if (sizes_ok && st.n_layer > 0 && st.v_layers.empty()) {
+        sizes_ok = st.k_row_bytes + st.v_row_bytes <= left / (uint64_t)st.n_layer;
+        cell = (uint64_t)st.n_layer * (st.k_row_bytes + st.v_row_bytes);
+    }
+    for (const SeqState::VLayer& l : st.v_layers) {
+        if (!sizes_ok) break;
+        cell += st.k_row_bytes + l.row_bytes;
+        sizes_ok = l.row_bytes <= left && cell <= left;
+    }
     uint64_t need = ((uint64_t)n_tokens + n_cells) * sizeof(int32_t);
-    if (sizes_ok && n_cells > 0 && st.n_layer > 0) sizes_ok = row <= left / n_cells / (uint64_t)st.n_layer;
-    if (sizes_ok) need += (uint64_t)st.n_layer * n_cells * row;
+    if (sizes_ok && n_cells > 0) sizes_ok = cell <= left / n_cells;
+    if (sizes_ok) need += (uint64_t)n_cells * cell;
     if (!sizes_ok || need != left)
-        fail("slot file '%s': the header describes %u tokens and %u cells of %d layers (%zu+%zu bytes per row) but "
+        fail("slot file '%s': the header describes %u tokens and %u cells of %d layers (%zu+%zu bytes per row%s) but "
              "%zu bytes follow", path.c_str(), n_tokens, n_cells, st.n_layer, st.k_row_bytes, st.v_row_bytes,
-             (size_t)left);
+             st.v_layers.empty() ? "" : ", V per layer", (size_t)left);
     f.tokens.resize(n_tokens);
     r.take(f.tokens.data(), n_tokens * sizeof(int32_t), "tokens");
     st.pos.resize(n_cells);
     r.take(st.pos.data(), n_cells * sizeof(int32_t), "positions");
     st.k.resize((size_t)st.n_layer * n_cells * st.k_row_bytes);
     r.take(st.k.data(), st.k.size(), "K rows");
-    st.v.resize((size_t)st.n_layer * n_cells * st.v_row_bytes);
+    st.v.resize((size_t)(n_cells * (cell - (uint64_t)st.n_layer * st.k_row_bytes)));
     r.take(st.v.data(), st.v.size(), "V rows");
     *n_read = data.size();
     return f;

@@ -12,12 +12,22 @@ namespace bee {
 
 struct SeqState {
     std::vector<int32_t> pos;   // (n) positions, ascending
-    std::vector<uint8_t> k, v;  // (n_layer, n, k_row_bytes / v_row_bytes): rows in position order
+    std::vector<uint8_t> k, v;  // (n_layer, n, k_row_bytes / v_row_bytes of the layer): rows in position order
     int n_layer = 0;
     size_t k_row_bytes = 0, v_row_bytes = 0;
     GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;
     int rot_k = 0, rot_v = 0;  // KvCache::k_rot_group / v_rot_group: rotated rows are not plain rows
+    // V layout per layer when the cache's V type differs between layers (KvCacheParams::type_v_layer),
+    // else empty: every layer has type_v, v_row_bytes, rot_v.
+    struct VLayer {
+        GgmlType type = GgmlType::F16;
+        size_t row_bytes = 0;
+        int rot = 0;
+        bool operator==(const VLayer&) const = default;
+    };
+    std::vector<VLayer> v_layers;
 
+    VLayer v_layer(int il) const { return v_layers.empty() ? VLayer{type_v, v_row_bytes, rot_v} : v_layers[il]; }
     int n_cells() const { return (int)pos.size(); }
     size_t bytes() const { return k.size() + v.size() + pos.size() * sizeof(int32_t); }
 };
@@ -34,10 +44,12 @@ bool seq_state_import(KvCache& kv, int seq, const SeqState& st);
 // rotation.
 void seq_state_check(const KvCache& kv, const SeqState& st, const char* what);
 
-// The file form: "BEESEQ02", a header naming the model (free text chosen by the caller) and the KV
-// layout (layers, K/V types, row bytes, K/V rotation groups), the token ids whose K/V the state holds,
+// The file form: "BEESEQ03", a header naming the model (free text chosen by the caller) and the KV
+// layout (layers, K/V types, row bytes, K/V rotation groups, then the count of per-layer V layouts, 0 or
+// n_layer, and each as V type, row bytes, rotation group), the token ids whose K/V the state holds,
 // positions, K rows, V rows, then an xxh3-64 of everything before it. Little-endian, as the host writes
-// it. "BEESEQ01" files (written before KV rotation existed, no rotation fields) read as unrotated.
+// it. "BEESEQ02" files (no per-layer V) read as uniform V; "BEESEQ01" files (written before KV rotation
+// existed, no rotation fields) read as unrotated.
 struct SeqFile {
     std::string model;
     std::vector<int32_t> tokens;

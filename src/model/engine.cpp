@@ -27,6 +27,7 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     KvCacheParams kp;
     kp.n_layer = hp.n_layer;
     kp.n_cells = params_.n_ctx;
+    kp.n_partitions = params_.kv_split ? std::min(params_.n_seq_max, params_.n_ctx) : 1;
     kp.n_embd_k = (int64_t)hp.n_head_kv * hp.head_dim;
     kp.n_embd_v = (int64_t)hp.n_head_kv * hp.head_dim_v;
     kp.n_head_kv = hp.n_head_kv;
@@ -36,13 +37,23 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     kp.type_k = params_.type_k;
     kp.type_v = params_.type_v;
     kp.rotate = params_.kv_rotate;
+    std::string why;  // boundary V (kv/kv_layers.h): some layers keep q8_0 V
+    kp.type_v_layer = kv_v_layer_types(params_.type_v, hp.n_layer, params_.kv_boundary_layers, &why);
     kv_ = std::make_unique<KvCache>(kp);
+    if (!kp.type_v_layer.empty()) {
+        std::string layers;
+        for (int il : kv_->v_promoted_layers())
+            layers += strfmt("%s%d (%s)", layers.empty() ? "" : ", ", il, ggml_type_name(kv_->v_type(il)));
+        BEE_LOG_INFO("KV cache: V of layers %s instead of %s: %s", layers.c_str(), ggml_type_name(kp.type_v), why.c_str());
+    }
     BEE_LOG_INFO("KV cache: K %s, V %s: %zu bytes per token, %.1f MiB for %d cells", ggml_type_name(kp.type_k),
                  ggml_type_name(kp.type_v), kv_->bytes_per_token(), kv_->total_bytes() / 1048576.0, kp.n_cells);
-    if (kv_->k_rot_group() > 0 || kv_->v_rot_group() > 0)
+    int v_rot = 0;  // the largest rotation group of any layer's V (promoted q8_0 layers are rotated too)
+    for (int il = 0; il < hp.n_layer; il++) v_rot = std::max(v_rot, kv_->v_rot_group(il));
+    if (kv_->k_rot_group() > 0 || v_rot > 0)
         BEE_LOG_INFO("KV cache: %s%s%s stored Hadamard-rotated in groups of %d (--kv-rotate off disables)",
-                     kv_->k_rot_group() > 0 ? "K" : "", kv_->k_rot_group() > 0 && kv_->v_rot_group() > 0 ? " and " : "",
-                     kv_->v_rot_group() > 0 ? "V" : "", std::max(kv_->k_rot_group(), kv_->v_rot_group()));
+                     kv_->k_rot_group() > 0 ? "K" : "", kv_->k_rot_group() > 0 && v_rot > 0 ? " and " : "",
+                     v_rot > 0 ? "V" : "", std::max(kv_->k_rot_group(), v_rot));
     scratch_.resize(hp, params_.n_ubatch);
     x_.assign((size_t)params_.n_ubatch * hp.n_embd, 0);
     vis_full_.resize(params_.n_ubatch);

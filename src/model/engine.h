@@ -6,6 +6,7 @@
 
 #include "base/thread_pool.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_layers.h"
 #include "model/batch.h"
 #include "model/forward.h"
 #include "model/model.h"
@@ -17,10 +18,12 @@ struct EngineParams {
     int n_ubatch = 512;     // rows per forward pass; longer batches are split
     int n_threads = 0;      // 0: default_thread_count()
     int n_seq_max = 1;      // sequence ids 0..n_seq_max-1
+    bool kv_split = false;  // each sequence allocates from its own n_ctx / n_seq_max cells first (server slots)
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
     bool kv_auto_asymmetric = true;  // turbo K on a fragile model is kept at q8_0 (kv_protect_k_type)
     bool kv_rotate = true;  // legacy block KV types stored Hadamard-rotated (KvCacheParams::rotate)
+    int kv_boundary_layers = kKvBoundaryAuto;  // layers whose turbo V is kept at q8_0 (kv/kv_layers.h)
 };
 
 class Engine {

@@ -113,13 +113,13 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     a.scale = hp.attn_scale;
     a.softcap = hp.attn_softcap;
     a.k_type = kp.type_k;
-    a.v_type = kp.type_v;
+    a.v_type = c.kv.v_type(il);  // V's type may differ per layer (KvCacheParams::type_v_layer)
     a.k = c.kv.k_data(il);
     a.v = c.kv.v_data(il);
     a.k_cell_bytes = c.kv.k_row_bytes();
-    a.v_cell_bytes = c.kv.v_row_bytes();
+    a.v_cell_bytes = c.kv.v_row_bytes(il);
     a.k_rot_group = c.kv.k_rot_group();
-    a.v_rot_group = c.kv.v_rot_group();
+    a.v_rot_group = c.kv.v_rot_group(il);
     a.visible = lp.swa ? c.visible_swa : c.visible_full;
     attention(c.pool, a);
     linear(c, L.wo, L.bo, c.s.att.data(), c.s.out.data());

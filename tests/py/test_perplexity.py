@@ -227,3 +227,29 @@ def test_kv_rotation_cuts_q4_0_divergence(bee, smollm, smol_base):
 def test_error_kv_rotate_value(bee, smollm, text):
     r = bee("perplexity", "-m", smollm, "-f", text, "--kv-rotate", "yes")
     assert_clean_error(r, "--kv-rotate", "on or off")
+
+
+def test_kv_boundary_layers(bee, smollm, smol_base):
+    """--kv-boundary-layers keeps turbo V at q8_0 on the first and last N layers. All 30 of SmolLM2's layers
+    promoted must compute exactly what a q8_0 V cache computes (the per-layer V types reach the attention
+    call); auto promotes layers 0, 1, 28, 29 (30 >= 16 layers) and the logged bytes per token count them:
+    K q8_0 30 x 204, V turbo3 26 x 150 + q8_0 4 x 204 = 10836 (10620 with none promoted)."""
+    _, base = smol_base
+    args = ("perplexity", "-m", smollm, "--kl-divergence-base", base, "--kl-divergence", "-t", 2, "-ctk", "q8_0")
+    every = bee(*args, "-ctv", "turbo3", "--kv-boundary-layers", 15)
+    q8 = bee(*args, "-ctv", "q8_0")
+    assert every.returncode == 0 and q8.returncode == 0, every.stderr + q8.stderr
+    assert every.stdout == q8.stdout
+    assert "V of layers 0 (q8_0), 1 (q8_0), 2 (q8_0)" in every.stderr
+    auto = bee(*args, "-ctv", "turbo3")
+    assert "V of layers 0 (q8_0), 1 (q8_0), 28 (q8_0), 29 (q8_0) instead of turbo3" in auto.stderr, auto.stderr
+    assert "10836 bytes per token" in auto.stderr
+    off = bee(*args, "-ctv", "turbo3", "--kv-boundary-layers", 0)
+    assert "V of layers" not in off.stderr and "10620 bytes per token" in off.stderr, off.stderr
+    kld = {name: kld_stats(r)["Mean    KLD"] for name, r in (("q8", q8), ("auto", auto), ("off", off))}
+    assert kld["q8"] < kld["auto"] < kld["off"], kld
+
+
+def test_error_kv_boundary_layers_value(bee, smollm, text):
+    r = bee("perplexity", "-m", smollm, "-f", text, "--kv-boundary-layers", "first")
+    assert_clean_error(r, "--kv-boundary-layers", "auto or a layer count")
