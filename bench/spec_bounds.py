@@ -19,8 +19,8 @@ import pathlib
 
 from server_common import MODEL, ROOT, start_server, stop_server
 
-# SmolLM2, grounded prompt 1, session 7 (under load): decode of 1 + k rows / 1 row, k = 0..16
-SMOLLM2_COST = "1,1.18,1.29,1.39,1.49,1.59,1.70,1.78,2.04,2.19,2.35,2.48,2.66,2.81,2.97,3.11,3.36"
+# SmolLM2, grounded prompt 1, session 7, quiet machine, -t 2: decode of 1 + k rows / 1 row, k = 0..16
+SMOLLM2_COST = "1.00,1.16,1.25,1.32,1.45,1.53,1.72,1.86,2.17,2.35,2.56,2.76,2.91,3.06,3.32,3.51,3.81"
 
 
 def post(port, path, body):
