@@ -89,44 +89,39 @@ inline void quantize_4_blocks(const float* x, int8_t* const qs[4], float d[4], i
                                         _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), t)));
 }
 
+// A row of 32-value blocks: four at a time, then one at a time; set(block, d, sum) writes the scales.
+template <class Block, class SetScales>
+void quantize_row(const float* src, Block* y, int64_t n, SetScales set) {
+    const int64_t nb = n / 32;
+    int64_t b = 0;
+    for (; b + 4 <= nb; b += 4) {
+        int8_t* const qs[4] = {y[b].qs, y[b + 1].qs, y[b + 2].qs, y[b + 3].qs};
+        float d[4];
+        int sum[4];
+        quantize_4_blocks(src + b * 32, qs, d, sum);
+        for (int k = 0; k < 4; k++) set(y[b + k], d[k], sum[k]);
+    }
+    for (; b < nb; ++b) {
+        int sum;
+        const float d = quantize_block(src + b * 32, y[b].qs, &sum);
+        set(y[b], d, sum);
+    }
+}
+
 }  // namespace
 
 // Referenced from avx512_table.cpp.
 void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
-    BlockQ8_0* y = (BlockQ8_0*)dst;
-    const int64_t nb = n / QK8_0;
-    int64_t b = 0;
-    for (; b + 4 <= nb; b += 4) {
-        int8_t* const qs[4] = {y[b].qs, y[b + 1].qs, y[b + 2].qs, y[b + 3].qs};
-        float d[4];
-        int sum[4];
-        quantize_4_blocks(src + b * QK8_0, qs, d, sum);
-        for (int k = 0; k < 4; k++) y[b + k].d = to_half(d[k]);
-    }
-    int sum;
-    for (; b < nb; ++b) y[b].d = to_half(quantize_block(src + b * QK8_0, y[b].qs, &sum));
+    static_assert(QK8_0 == 32, "blocks of 32");
+    quantize_row(src, (BlockQ8_0*)dst, n, [](BlockQ8_0& y, float d, int) { y.d = to_half(d); });
 }
 
 void quantize_row_q8_1(const float* src, void* dst, int64_t n) {
-    BlockQ8_1* y = (BlockQ8_1*)dst;
-    const int64_t nb = n / QK8_1;
-    int64_t b = 0;
-    for (; b + 4 <= nb; b += 4) {
-        int8_t* const qs[4] = {y[b].qs, y[b + 1].qs, y[b + 2].qs, y[b + 3].qs};
-        float d[4];
-        int sum[4];
-        quantize_4_blocks(src + b * QK8_1, qs, d, sum);
-        for (int k = 0; k < 4; k++) {
-            y[b + k].d = to_half(d[k]);
-            y[b + k].s = to_half((float)sum[k] * d[k]);
-        }
-    }
-    for (; b < nb; ++b) {
-        int sum;
-        const float d = quantize_block(src + b * QK8_1, y[b].qs, &sum);
-        y[b].d = to_half(d);
-        y[b].s = to_half((float)sum * d);
-    }
+    static_assert(QK8_1 == 32, "blocks of 32");
+    quantize_row(src, (BlockQ8_1*)dst, n, [](BlockQ8_1& y, float d, int sum) {
+        y.d = to_half(d);
+        y.s = to_half((float)sum * d);
+    });
 }
 
 }  // namespace bee::avx512
