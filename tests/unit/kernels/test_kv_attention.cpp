@@ -300,6 +300,19 @@ TEST(KvAttention, FusedTileKernelsEqualDecodeThenF32) {
 // DESIGN.md invariant 2 with compressed KV: a row's output is bit-identical alone or in a batch. The
 // batch on 1 thread has 4 rows per thread, so its tasks take every kv head of a row (attention.cpp
 // kv_per_task), while a row alone is split by kv head.
+// Row r of the setup's batch computed on its own.
+std::vector<float> row_alone(ThreadPool& pool, const AttnSetup& s, const KvStore& k, const KvStore& v, int r) {
+    const size_t row = (size_t)s.n_head * s.head_dim;
+    std::vector<float> one(row);
+    AttentionArgs a = s.args(k, v, nullptr);
+    a.n_rows = 1;
+    a.q = s.q.data() + r * row;
+    a.out = one.data();
+    a.visible = s.vis.data() + r;
+    attention(pool, a);
+    return one;
+}
+
 TEST(KvAttention, RowAloneEqualsRowInBatch) {
     ThreadPool pool1(1), pool2(2);
     AttnSetup s(64);
@@ -314,13 +327,7 @@ TEST(KvAttention, RowAloneEqualsRowInBatch) {
                 attention(*batch_pool, s.args(k, v, batch.data()));
                 const size_t row = (size_t)s.n_head * 64;
                 for (int r = 0; r < s.n_rows; r++) {
-                    AttentionArgs a = s.args(k, v, nullptr);
-                    std::vector<float> one(row);
-                    a.n_rows = 1;
-                    a.q = s.q.data() + r * row;
-                    a.out = one.data();
-                    a.visible = s.vis.data() + r;
-                    attention(pool1, a);
+                    const std::vector<float> one = row_alone(pool1, s, k, v, r);
                     ASSERT_EQ(0, memcmp(one.data(), batch.data() + r * row, row * sizeof(float)))
                         << ggml_type_name(t) << " " << isa_name(isa) << " row " << r << " batch threads "
                         << batch_pool->size();
@@ -349,13 +356,7 @@ TEST(KvAttention, SplitRowsMatchReferenceAndAreBatchInvariant) {
                 ASSERT_NEAR(batch[i], want[i], 2e-5) << ggml_type_name(t) << " " << isa_name(isa) << " i " << i;
             for (int r = 0; r < s.n_rows; r++)
                 for (ThreadPool* pool : {&pool1, &pool3}) {
-                    AttentionArgs a = s.args(k, v, nullptr);
-                    std::vector<float> one(row);
-                    a.n_rows = 1;
-                    a.q = s.q.data() + r * row;
-                    a.out = one.data();
-                    a.visible = s.vis.data() + r;
-                    attention(*pool, a);
+                    const std::vector<float> one = row_alone(*pool, s, k, v, r);
                     ASSERT_EQ(0, memcmp(one.data(), batch.data() + r * row, row * sizeof(float)))
                         << ggml_type_name(t) << " " << isa_name(isa) << " row " << r << " threads " << pool->size();
                 }
