@@ -198,6 +198,13 @@ void add_sampling_options(ArgParser& p, SamplingParams& s) {
     p.f32("--dynatemp-range", &s.dynatemp_range, "dynamic temperature range (0: off) [0]", 0.0f, 100.0f);
     p.f32("--dynatemp-exp", &s.dynatemp_exponent, "dynamic temperature exponent [1]", 1e-6f, 100.0f);
     p.i32("--min-keep", &s.min_keep, "tokens every filter keeps at least (0: 1) [0]", 0, INT32_MAX);
+    p.custom("--mirostat", "N", "Mirostat: 0 off, 2 Mirostat 2.0 (replaces top-k/top-p/min-p/...) [0]",
+             [&s](const std::string& v) {
+                 if (v != "0" && v != "2") fail("--mirostat '%s': use 0 (off) or 2 (Mirostat 2.0; 1 is not implemented)", v.c_str());
+                 s.mirostat = v == "2" ? 2 : 0;
+             });
+    p.f32("--mirostat-ent", &s.mirostat_tau, "Mirostat target surprise tau, bits [5.0]", 1e-6f, 100.0f);
+    p.f32("--mirostat-lr", &s.mirostat_eta, "Mirostat learning rate eta [0.1]", 0.0f, 10.0f);
 }
 
 EngineParams engine_params(const ModelOptions& o) {

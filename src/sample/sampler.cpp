@@ -100,6 +100,11 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
                     params.dynatemp_range, params.dynatemp_exponent})
         if (std::isnan(v)) fail("sampler: NaN sampling parameter");
     if (params.dynatemp_exponent <= 0.0f) fail("sampler: dynatemp exponent must be > 0 (got %g)", params.dynatemp_exponent);
+    if (params.mirostat != 0 && params.mirostat != 2)
+        fail("sampler: mirostat %d is not implemented (use 2 for Mirostat 2.0, or 0)", params.mirostat);
+    if (params.mirostat == 2 && !(params.mirostat_tau > 0.0f && params.mirostat_eta >= 0.0f))
+        fail("sampler: mirostat needs tau > 0 and eta >= 0 (got %g, %g)", params.mirostat_tau, params.mirostat_eta);
+    mu_ = 2.0f * params.mirostat_tau;
     if (!(params.repeat_penalty > 0.0f)) {
         fail("sampler: repeat_penalty must be > 0 (got %g)", params.repeat_penalty);
     }
@@ -120,6 +125,7 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
 }
 
 void Sampler::accept(int32_t token) {
+    if (mirostat_pending_) accept_mirostat(token);
     const int32_t window = params_.repeat_last_n;
     if (window == 0 || token < 0 || token >= n_vocab_) return;
     history_.push_back(token);
@@ -129,6 +135,8 @@ void Sampler::accept(int32_t token) {
 }
 
 void Sampler::reset() {
+    mu_ = 2.0f * params_.mirostat_tau;
+    mirostat_pending_ = false;
     history_.clear();
     cur_.clear();
     sorted_ = false;
@@ -271,6 +279,7 @@ bool Sampler::cut_top_p(float max_l, double total) {
 
 void Sampler::apply(const float* logits) {
     const SamplingParams& p = params_;
+    mirostat_pending_ = false;
     const float inv_t = 1.0f / p.temp;
     const bool greedy = p.temp <= 0.0f || !std::isfinite(inv_t);
     const bool penalties = !history_.empty() && (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f ||
@@ -297,6 +306,7 @@ void Sampler::apply(const float* logits) {
         return;
     }
 
+    if (p.mirostat == 2) return apply_mirostat(p.temp);
     if (p.extended()) return apply_extended(max_l, p.temp);
     const bool top_k_ran = p.top_k > 0 && p.top_k < n_vocab_;
     if (top_k_ran) select_top(static_cast<size_t>(p.top_k));

@@ -30,10 +30,16 @@ struct SamplingParams {
     float dynatemp_range = 0.0f;     // > 0: temperature in temp ± range by the candidates' normalized entropy
     float dynatemp_exponent = 1.0f;
     int32_t min_keep = 0;            // top-k / typical / top-p / min-p / XTC keep at least this many
+    // Mirostat 2.0 (0: off; 2: on; version 1 is not implemented): replaces top-k ... XTC. Tokens whose
+    // surprise -log2 p (after temperature) exceeds mu go; mu starts at 2·tau and moves by eta toward the
+    // target surprise tau after each accepted token.
+    int32_t mirostat = 0;
+    float mirostat_tau = 5.0f;
+    float mirostat_eta = 0.1f;
     // Whether any of the samplers above is on (then the chain runs in full on a sorted candidate list).
     bool extended() const {
         return top_n_sigma > 0 || typical_p < 1 || (xtc_probability > 0 && xtc_threshold <= 0.5f) ||
-               dynatemp_range > 0 || min_keep > 1;
+               dynatemp_range > 0 || min_keep > 1 || mirostat != 0;
     }
 };
 
@@ -86,6 +92,8 @@ private:
     void cut_top_p_min_p(float max_l, bool top_k_ran);
     bool cut_top_p(float max_l, double total);
     void apply_extended(float max_l, float temp);  // sampler_extended.cpp
+    void apply_mirostat(float temp);               // sampler_extended.cpp
+    void accept_mirostat(int32_t token);
 
     SamplingParams params_;
     int32_t n_vocab_;
@@ -96,6 +104,8 @@ private:
     std::vector<Cand> work_;       // surviving candidates, best first when sorted_
     std::vector<TokenProb> cur_;
     bool sorted_ = false;
+    float mu_ = 0.0f;               // mirostat's surprise cap (bits)
+    bool mirostat_pending_ = false;  // cur_ is a mirostat distribution that no accept() has used yet
 };
 
 // Index of the largest value, lowest index on ties; NaN never wins; -1 if n <= 0.

@@ -1,6 +1,7 @@
 // sample/sampler_extended: the full chain when one of llama.cpp's further samplers is on (top-n-sigma,
 // locally typical, XTC, dynamic temperature, min_keep), in llama.cpp's order: top-n-sigma, top-k, typical,
-// top-p, min-p, XTC, temperature. Unlike the default chain's shortcuts, every step works on an explicit
+// top-p, min-p, XTC, temperature; and Mirostat 2.0, which replaces those filters (temperature, then the
+// surprise cap). Unlike the default chain's shortcuts, every step works on an explicit
 // candidate list sorted by logit (higher first, lower id on ties); probabilities are renormalized over the
 // survivors before each step that reads them.
 #include <algorithm>
@@ -119,6 +120,32 @@ void Sampler::apply_extended(float max_l, float temp) {
     for (size_t i = 0; i < work_.size(); i++) sum += e[i] = std::exp((work_[i].logit - work_[0].logit) * inv_t);
     for (size_t i = 0; i < work_.size(); i++) cur_[i] = {work_[i].id, (float)(e[i] / sum)};
     sorted_ = true;
+}
+
+// Mirostat 2.0 (Basu et al.), as llama.cpp: softmax at the temperature, drop the tokens whose surprise
+// -log2 p exceeds mu (the likeliest always stays), renormalize. accept() then moves mu by eta toward tau
+// using the accepted token's surprise in this distribution.
+void Sampler::apply_mirostat(float temp) {
+    work_.clear();
+    for (int32_t i = 0; i < n_vocab_; i++)
+        if (buf_[i] > -std::numeric_limits<float>::infinity()) work_.push_back({i, buf_[i] / temp});
+    std::sort(work_.begin(), work_.end(), higher_logit<Cand>);
+    const std::vector<double> pr = probs_of(work_);
+    size_t n = 1;
+    while (n < pr.size() && -std::log2(pr[n]) <= mu_) n++;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) sum += pr[i];
+    cur_.resize(n);
+    for (size_t i = 0; i < n; i++) cur_[i] = {work_[i].id, (float)(pr[i] / sum)};
+    sorted_ = true;
+    mirostat_pending_ = true;
+}
+
+void Sampler::accept_mirostat(int32_t token) {
+    mirostat_pending_ = false;
+    const float p = prob_of(token);
+    if (p <= 0.0f) return;  // a token the distribution did not offer (forced): mu stays
+    mu_ -= params_.mirostat_eta * (-std::log2(p) - params_.mirostat_tau);
 }
 
 }  // namespace bee

@@ -55,9 +55,9 @@ void refuse_unsupported(const Json& body, Api api) {
         double off;
         Cmp cmp;
     };
-    static const Off numbers[] = {{"mirostat", 0, equal},       {"dry_multiplier", 0, at_most},
-                                  {"n_keep", 0, equal},         {"n_discard", 0, equal},
-                                  {"n_indent", 0, equal},       {"t_max_predict_ms", 0, at_most}};
+    static const Off numbers[] = {{"dry_multiplier", 0, at_most}, {"n_keep", 0, equal},
+                                  {"n_discard", 0, equal},        {"n_indent", 0, equal},
+                                  {"t_max_predict_ms", 0, at_most}};
     for (const Off& o : numbers) {
         auto it = body.find(o.key);
         if (it == body.end() || it->is_null()) continue;
@@ -73,7 +73,7 @@ void refuse_unsupported(const Json& body, Api api) {
         auto it = body.find(key);
         if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
             bad_request("'%s' is not supported by Bee (the sampler order is fixed: logit bias, penalties, "
-                        "top-n-sigma, top-k, typical, top-p, min-p, XTC, temperature); remove the field", key);
+                        "top-n-sigma, top-k, typical, top-p, min-p, XTC, temperature, or mirostat); remove the field", key);
     }
 }
 
@@ -285,6 +285,12 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     s.dynatemp_exponent = (float)get_number(body, "dynatemp_exponent", s.dynatemp_exponent);
     s.min_keep = (int32_t)get_int(body, "min_keep", s.min_keep, 0, INT32_MAX);
     if (!(s.dynatemp_exponent > 0)) bad_request("'dynatemp_exponent' must be > 0");
+    s.mirostat = (int32_t)get_int(body, "mirostat", s.mirostat, 0, 2);
+    if (s.mirostat == 1) bad_request("'mirostat' 1 is not implemented: use 2 (Mirostat 2.0) or 0");
+    s.mirostat_tau = (float)get_number(body, "mirostat_tau", s.mirostat_tau);
+    s.mirostat_eta = (float)get_number(body, "mirostat_eta", s.mirostat_eta);
+    if (s.mirostat && !(s.mirostat_tau > 0 && s.mirostat_eta >= 0))
+        bad_request("'mirostat_tau' must be > 0 and 'mirostat_eta' >= 0");
     if (body.contains("logit_bias") && !body["logit_bias"].is_null())  // replaces the server's --logit-bias
         s.logit_bias = parse_logit_bias(body, ctx.tokenizer());
     const int64_t seed = get_int(body, "seed", s.seed == 0xFFFFFFFFu ? -1 : (int64_t)s.seed);

@@ -1,7 +1,7 @@
 # tests/server/test_sampling_fields: logit_bias in its OpenAI and llama.cpp forms changes greedy output as
 # asked (a ban, a forced token, a token given as text), bad values get a 400 naming the entry; the further
-# llama.cpp samplers (top_n_sigma, typical_p, xtc, dynatemp, min_keep) act, and the options Bee does not
-# implement (mirostat, DRY, samplers, ...) are refused when switched on (accepted at their "off" value).
+# llama.cpp samplers (top_n_sigma, typical_p, xtc, dynatemp, min_keep, mirostat 2) act, and the options Bee
+# does not implement (mirostat 1, DRY, samplers, ...) are refused when switched on (accepted when off).
 import pytest
 
 from conftest import http
@@ -57,7 +57,7 @@ def test_logit_bias_errors(server, bias, words):
 
 
 @pytest.mark.parametrize("field, on, off", [
-    ("mirostat", 2, 0), ("dry_multiplier", 0.8, 0), ("n_keep", 10, 0), ("t_max_predict_ms", 100, 0),
+    ("mirostat", 1, 0), ("dry_multiplier", 0.8, 0), ("n_keep", 10, 0), ("t_max_predict_ms", 100, 0),
     ("post_sampling_probs", True, False), ("samplers", ["top_k", "temperature"], []),
 ])
 def test_unimplemented_options_refused_when_on(server, field, on, off):
@@ -83,7 +83,8 @@ def test_extended_samplers(server):
     first_greedy = greedy(server)[0]
     assert sampled(server, xtc_probability=1.0, xtc_threshold=0.01)["tokens"][0] != first_greedy
     # the rest are accepted and deterministic for a seed
-    for extra in ({"typical_p": 0.5}, {"dynatemp_range": 0.5, "dynatemp_exponent": 2}, {"min_keep": 3}):
+    for extra in ({"typical_p": 0.5}, {"dynatemp_range": 0.5, "dynatemp_exponent": 2}, {"min_keep": 3},
+                  {"mirostat": 2, "mirostat_tau": 3.0, "mirostat_eta": 0.2}):
         assert sampled(server, **extra)["tokens"] == sampled(server, **extra)["tokens"], extra
     code, _, j = server.post("/completion", {"prompt": PROMPT, "dynatemp_exponent": 0})
     assert code == 400 and "dynatemp_exponent" in j["error"]["message"]

@@ -124,6 +124,34 @@ TEST(SamplerExtended, FullChainAgreesWithTheDefaultChain) {
     }
 }
 
+// Mirostat 2.0: surprises (bits) of kLogits are 1, 2, 3, 4, 4 (the float logits put 3 a hair above 3.0);
+// mu starts at 2·tau and follows the accepted tokens' surprises in the truncated distribution.
+TEST(SamplerExtended, MirostatTwoCapsSurpriseAndAdapts) {
+    SamplingParams p = base();
+    p.top_k = 40;  // ignored: mirostat replaces the filters
+    p.mirostat = 2;
+    p.mirostat_tau = 1.6f;  // mu = 3.2 bits: tokens 0, 1, 2 stay
+    p.mirostat_eta = 1.0f;
+    Sampler s(p, 5);
+    s.apply(kLogits.data());
+    EXPECT_EQ(ids(s), (std::vector<int32_t>{0, 1, 2}));
+    EXPECT_NEAR(s.prob_of(1), 0.25 / 0.875, 1e-6);
+    s.accept(1);  // surprise log2(0.875 / 0.25) = 1.807 bits: mu = 3.2 - (1.807 - 1.6) = 2.993
+    s.apply(kLogits.data());
+    EXPECT_EQ(ids(s), (std::vector<int32_t>{0, 1}));  // token 2's 3 bits are now over the cap
+    s.accept(4);  // not offered (a forced token): mu stays
+    s.apply(kLogits.data());
+    EXPECT_EQ(ids(s).size(), 2u);
+    s.accept(0);  // surprise log2(0.75 / 0.5) = 0.585: mu = 2.993 + (1.6 - 0.585) = 4.008: all five stay
+    s.apply(kLogits.data());
+    EXPECT_EQ(ids(s).size(), 5u);
+    s.reset();  // mu back to 2·tau
+    s.apply(kLogits.data());
+    EXPECT_EQ(ids(s).size(), 3u);
+    p.mirostat = 1;
+    EXPECT_THROW(Sampler(p, 5), Error);
+}
+
 TEST(SamplerExtended, DefaultsAreTheDefaultChain) {
     SamplingParams p;  // llama-cli defaults: top-k 40, top-p 0.95, min-p 0.05, temp 0.8
     EXPECT_FALSE(p.extended());
