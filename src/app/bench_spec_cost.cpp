@@ -3,6 +3,10 @@
 // verify batch does) takes after a real prompt, relative to an ordinary one-row decode. Speculation pays
 // only when the accepted tokens per decode exceed this ratio, so the curve is what a depth choice is
 // weighed against. Depths alternate within each repetition (the machine is noisy) and the median is kept.
+// Each timed decode follows kSteady untimed decodes of the same rows, as in a loop at a constant depth:
+// how fast a decode runs depends on how long ago the previous one read the weights (on a shared-L3 host
+// the model's cache lines decay within milliseconds; docs/PERFORMANCE.md, session 8), so timing k = 0
+// right after a wide decode would overstate a plain decode and understate every ratio.
 #include "app/bench_spec_cost.h"
 
 #include <algorithm>
@@ -21,6 +25,8 @@ double process_cpu_ms() {
 }
 
 namespace {
+
+constexpr int kSteady = 8;  // untimed decodes of the same rows before each timed one
 
 double median_of(std::vector<double> v) {
     std::sort(v.begin(), v.end());
@@ -53,6 +59,10 @@ std::vector<VerifyCost> measure_verify_cost(Engine& eng, const std::vector<int32
         for (int k = 0; k <= k_max; k++) {
             b.clear();
             for (int i = 0; i <= k; i++) b.add(prompt[(size_t)i % prompt.size()], pos + i, 0, true);
+            for (int s = 0; s < kSteady; s++) {
+                eng.decode(b, out);
+                eng.kv().seq_rm(0, pos, -1);
+            }
             const double t0 = time_ms(), c0 = process_cpu_ms();
             eng.decode(b, out);
             const double dt = time_ms() - t0, dc = process_cpu_ms() - c0;

@@ -103,3 +103,17 @@ def test_compare_llamacpp_refuses_missing_bee(tmp_path, smollm):
     r = subprocess.run([sys.executable, str(script), "-m", str(smollm), "--bee", str(tmp_path / "no-bee")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode != 0 and "no-bee" in r.stderr
+
+
+def test_bench_spec_cost_curve(bee, smollm):
+    """--cost-curve K prints one row per k = 0..K: wall and CPU ms of a decode of 1 + k rows (each timed after
+    untimed decodes of the same rows) and the ratio to k = 0."""
+    r = bee("bench", "spec", "-m", smollm, "--types", "none", "-n", "1", "-r", "1", "-t", "2", "--cost-curve", "2",
+            "--cost-reps", "1")
+    assert r.returncode == 0, r.stderr
+    rows = [line.split("|")[1:-1] for line in r.stdout.splitlines() if re.match(r"^\| \d+ \| [\d.]+ \|", line)]
+    assert [int(c[0]) for c in rows] == [0, 1, 2], r.stdout
+    ms = [float(c[1]) for c in rows]
+    assert all(m > 0 for m in ms)
+    assert float(rows[0][2]) == 1.0
+    assert abs(float(rows[2][2]) - ms[2] / ms[0]) < 0.01
