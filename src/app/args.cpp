@@ -6,9 +6,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 #include "base/error.h"
 #include "kv/kv_cache.h"
+#include "model/model.h"
 
 namespace bee {
 
@@ -179,6 +181,20 @@ static std::pair<int32_t, float> parse_logit_bias_arg(const std::string& v) {
     return {(int32_t)tok, v[at] == '-' ? -b : b};
 }
 
+// "\n", "\t", "\"" and "\\" in a command-line string, as llama.cpp reads --dry-sequence-breaker.
+static std::string unescape_arg(const std::string& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); i++) {
+        if (v[i] != '\\' || i + 1 == v.size()) {
+            out += v[i];
+            continue;
+        }
+        const char c = v[++i];
+        out += c == 'n' ? '\n' : c == 't' ? '\t' : c == 'r' ? '\r' : c;
+    }
+    return out;
+}
+
 void add_sampling_options(ArgParser& p, SamplingParams& s) {
     p.u64("-s,--seed", &s.seed, "RNG seed (-1: random) [-1]");
     p.f32("--temp", &s.temp, "temperature (0: greedy) [0.8]", 0.0f, 100.0f);
@@ -198,13 +214,47 @@ void add_sampling_options(ArgParser& p, SamplingParams& s) {
     p.f32("--dynatemp-range", &s.dynatemp_range, "dynamic temperature range (0: off) [0]", 0.0f, 100.0f);
     p.f32("--dynatemp-exp", &s.dynatemp_exponent, "dynamic temperature exponent [1]", 1e-6f, 100.0f);
     p.i32("--min-keep", &s.min_keep, "tokens every filter keeps at least (0: 1) [0]", 0, INT32_MAX);
-    p.custom("--mirostat", "N", "Mirostat: 0 off, 2 Mirostat 2.0 (replaces top-k/top-p/min-p/...) [0]",
-             [&s](const std::string& v) {
-                 if (v != "0" && v != "2") fail("--mirostat '%s': use 0 (off) or 2 (Mirostat 2.0; 1 is not implemented)", v.c_str());
-                 s.mirostat = v == "2" ? 2 : 0;
-             });
+    p.i32("--mirostat", &s.mirostat, "Mirostat: 0 off, 1 Mirostat, 2 Mirostat 2.0 (replaces top-k/top-p/min-p/...) [0]",
+          0, 2);
     p.f32("--mirostat-ent", &s.mirostat_tau, "Mirostat target surprise tau, bits [5.0]", 1e-6f, 100.0f);
     p.f32("--mirostat-lr", &s.mirostat_eta, "Mirostat learning rate eta [0.1]", 0.0f, 10.0f);
+    p.f32("--dry-multiplier", &s.dry_multiplier, "DRY: penalty multiplier (0: off) [0]", 0.0f, 1e6f);
+    p.f32("--dry-base", &s.dry_base, "DRY: penalty base, >= 1 [1.75]", 1.0f, 1e6f);
+    p.i32("--dry-allowed-length", &s.dry_allowed_length, "DRY: repeats this long go unpenalized [2]", 0, INT32_MAX);
+    p.i32("--dry-penalty-last-n", &s.dry_penalty_last_n, "DRY: tokens looked back over (-1: all, 0: off) [-1]", -1,
+          INT32_MAX);
+    auto breakers_given = std::make_shared<bool>(false);
+    p.custom("--dry-sequence-breaker", "STRING",
+             "DRY: text that ends a repeat, escapes \\n \\t \\\" \\\\ (repeatable; the first replaces the "
+             "defaults \\n : \" *; 'none': no breakers)",
+             [&s, breakers_given](const std::string& v) {
+                 if (!*breakers_given) s.dry_sequence_breakers.clear();
+                 *breakers_given = true;
+                 if (v == "none") {
+                     s.dry_sequence_breakers.clear();
+                     return;
+                 }
+                 const std::string text = unescape_arg(v);
+                 if (text.empty()) fail("--dry-sequence-breaker: give a non-empty string (or 'none')");
+                 s.dry_sequence_breakers.push_back(text);
+             });
+    p.custom("--samplers", "LIST",
+             "sampler order, ';'-separated: penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature "
+             "[that order]",
+             [&s](const std::string& v) { s.order = parse_sampler_order(v); });
+    p.custom("--sampling-seq,--sampler-seq", "LETTERS",
+             "sampler order, one letter per step: e penalties, d dry, s top_n_sigma, k top_k, y typ_p, p top_p, "
+             "m min_p, x xtc, t temperature [edskypmxt]",
+             [&s](const std::string& v) {
+                 if (v.find(';') != std::string::npos) fail("--sampling-seq '%s': give letters, e.g. kt", v.c_str());
+                 s.order = parse_sampler_order(v);
+             });
+}
+
+SamplingParams with_vocab(SamplingParams s, const Model& m) {
+    const Tokenizer& tok = m.tokenizer();
+    bind_dry_breakers(s, [&tok](int32_t id) { return tok.token_to_piece(id, false); });
+    return s;
 }
 
 EngineParams engine_params(const ModelOptions& o) {

@@ -61,5 +61,7 @@ void add_model_options(ArgParser& p, ModelOptions& o);
 // The Engine settings the model options ask for (n_ubatch is capped by n_batch).
 EngineParams engine_params(const ModelOptions& o);
 void add_sampling_options(ArgParser& p, SamplingParams& s);
+// s with its DRY sequence breakers bound to the model's vocabulary (sample/sampler.h bind_dry_breakers).
+SamplingParams with_vocab(SamplingParams s, const Model& m);
 
 }  // namespace bee

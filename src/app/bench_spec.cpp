@@ -117,7 +117,7 @@ void run_config(Engine& eng, const BenchSpecOptions& o, const std::vector<std::v
             if (cpu_first < 0) cpu_first = process_cpu_ms();
         };
         eng.kv().clear();
-        Sampler sampler(o.sampling, eng.model().hparams().n_vocab);
+        Sampler sampler(with_vocab(o.sampling, eng.model()), eng.model().hparams().n_vocab);
         std::unique_ptr<Speculator> fresh = shared && !kept ? std::make_unique<Speculator>(*shared) : nullptr;
         Speculator* spec = kept ? kept.get() : fresh.get();
         GenerateOptions go;

@@ -33,7 +33,7 @@ class ChatSession {
 public:
     ChatSession(Engine& eng, chat::Template tmpl, const ChatOptions& o)
         : eng_(eng), tok_(eng.model().tokenizer()), tmpl_(std::move(tmpl)), o_(o),
-          sampler_(o.sampling, eng.model().hparams().n_vocab) {
+          sampler_(with_vocab(o.sampling, eng.model()), eng.model().hparams().n_vocab) {
         if (!o.kwargs_json.empty()) {
             kwargs_ = chat::Json::parse(o.kwargs_json, nullptr, false);
             if (!kwargs_.is_object()) fail("--chat-template-kwargs: expected a JSON object, got '%s'", o.kwargs_json.c_str());

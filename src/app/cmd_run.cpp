@@ -41,7 +41,7 @@ RunResult generate(Engine& eng, const RunOptions& o, Speculator* spec, bool stre
     const Tokenizer& tok = eng.model().tokenizer();
     RunResult r;
     r.prompt_tokens = tok.encode(o.prompt, true, true);
-    Sampler sampler(o.sampling, eng.model().hparams().n_vocab);
+    Sampler sampler(with_vocab(o.sampling, eng.model()), eng.model().hparams().n_vocab);
     if (stream && !o.no_display_prompt) {
         fputs(o.prompt.c_str(), stdout);
         fflush(stdout);

@@ -1,5 +1,6 @@
-// sample/sampler: llama.cpp's default chain (logit bias, penalties, top-k, top-p, min-p, temp, dist) over raw
-// logits; with llama.cpp's further samplers switched on, the full chain in sampler_extended.cpp.
+// sample/sampler: llama.cpp's default chain (logit bias, penalties, DRY, top-k, top-p, min-p, temp, dist) over
+// raw logits; with llama.cpp's further samplers switched on or another order, the full chain in
+// sampler_extended.cpp.
 #include "sample/sampler.h"
 
 #include <algorithm>
@@ -100,11 +101,19 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
                     params.dynatemp_range, params.dynatemp_exponent})
         if (std::isnan(v)) fail("sampler: NaN sampling parameter");
     if (params.dynatemp_exponent <= 0.0f) fail("sampler: dynatemp exponent must be > 0 (got %g)", params.dynatemp_exponent);
-    if (params.mirostat != 0 && params.mirostat != 2)
-        fail("sampler: mirostat %d is not implemented (use 2 for Mirostat 2.0, or 0)", params.mirostat);
-    if (params.mirostat == 2 && !(params.mirostat_tau > 0.0f && params.mirostat_eta >= 0.0f))
+    if (params.mirostat < 0 || params.mirostat > 2)
+        fail("sampler: mirostat %d: use 0 (off), 1 (Mirostat) or 2 (Mirostat 2.0)", params.mirostat);
+    if (params.mirostat != 0 && !(params.mirostat_tau > 0.0f && params.mirostat_eta >= 0.0f))
         fail("sampler: mirostat needs tau > 0 and eta >= 0 (got %g, %g)", params.mirostat_tau, params.mirostat_eta);
     mu_ = 2.0f * params.mirostat_tau;
+    if (std::isnan(params.dry_multiplier) || !(params.dry_base >= 1.0f) || params.dry_allowed_length < 0 ||
+        params.dry_penalty_last_n < -1)
+        fail("sampler: DRY needs multiplier >= 0, base >= 1, allowed length >= 0 and penalty_last_n >= -1 (got %g, "
+             "%g, %d, %d)", params.dry_multiplier, params.dry_base, params.dry_allowed_length, params.dry_penalty_last_n);
+    if (params.dry_on() && !params.dry_breakers && !params.dry_sequence_breakers.empty())
+        fail("sampler: DRY sequence breakers are not bound to the vocabulary (bind_dry_breakers)");
+    // Mirostat replaces the filters and their order; penalties and DRY still come first.
+    order_ = params.order.empty() || params.mirostat != 0 ? default_sampler_order() : params.order;
     if (!(params.repeat_penalty > 0.0f)) {
         fail("sampler: repeat_penalty must be > 0 (got %g)", params.repeat_penalty);
     }
@@ -126,6 +135,12 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
 
 void Sampler::accept(int32_t token) {
     if (mirostat_pending_) accept_mirostat(token);
+    if (params_.dry_on() && token >= 0 && token < n_vocab_) {
+        dry_history_.push_back(token);
+        const int32_t window = params_.dry_penalty_last_n;
+        if (window > 0 && dry_history_.size() > (size_t)window)
+            dry_history_.erase(dry_history_.begin(), dry_history_.end() - window);
+    }
     const int32_t window = params_.repeat_last_n;
     if (window == 0 || token < 0 || token >= n_vocab_) return;
     history_.push_back(token);
@@ -138,6 +153,7 @@ void Sampler::reset() {
     mu_ = 2.0f * params_.mirostat_tau;
     mirostat_pending_ = false;
     history_.clear();
+    dry_history_.clear();
     cur_.clear();
     sorted_ = false;
     seed_rng(rng_, seed_);
@@ -284,7 +300,8 @@ void Sampler::apply(const float* logits) {
     const bool greedy = p.temp <= 0.0f || !std::isfinite(inv_t);
     const bool penalties = !history_.empty() && (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f ||
                                                  p.presence_penalty != 0.0f);
-    if (greedy && !penalties && p.logit_bias.empty()) {  // read the logits in place: no copy per row
+    const bool dry = p.dry_on() && dry_history_.size() >= 2;
+    if (greedy && !penalties && !dry && p.logit_bias.empty()) {  // the logits in place: no copy per row
         bool special = false;
         const int32_t best = argmax_scan(logits, n_vocab_, &special);
         if (!special && logits[best] <= std::numeric_limits<float>::max()) {
@@ -293,7 +310,7 @@ void Sampler::apply(const float* logits) {
         }
     }
     int32_t best = load(logits);
-    if (apply_penalties()) best = argmax(buf_.data(), n_vocab_);
+    if (apply_leading_steps(greedy)) best = argmax(buf_.data(), n_vocab_);
     cur_.clear();
 
     if (greedy) {  // (or 1/temp overflows: the limit is greedy)
@@ -305,9 +322,9 @@ void Sampler::apply(const float* logits) {
         keep_only(best);
         return;
     }
-
     if (p.mirostat == 2) return apply_mirostat(p.temp);
-    if (p.extended()) return apply_extended(max_l, p.temp);
+    if (p.mirostat == 1) return apply_mirostat1(p.temp);
+    if (p.extended()) return apply_extended(p.temp);  // (a custom order included)
     const bool top_k_ran = p.top_k > 0 && p.top_k < n_vocab_;
     if (top_k_ran) select_top(static_cast<size_t>(p.top_k));
     cut_top_p_min_p(max_l, top_k_ran);

@@ -1,13 +1,16 @@
 // sample/sampler_extended: the full chain when one of llama.cpp's further samplers is on (top-n-sigma,
-// locally typical, XTC, dynamic temperature, min_keep), in llama.cpp's order: top-n-sigma, top-k, typical,
-// top-p, min-p, XTC, temperature; and Mirostat 2.0, which replaces those filters (temperature, then the
-// surprise cap). Unlike the default chain's shortcuts, every step works on an explicit
-// candidate list sorted by logit (higher first, lower id on ties); probabilities are renormalized over the
-// survivors before each step that reads them.
+// locally typical, XTC, dynamic temperature, min_keep) or the order is not the default, and Mirostat 1 and
+// 2.0, which replace the filters (temperature, then their own cut). Unlike the default chain's shortcuts,
+// every step works on an explicit candidate list, sorted by logit (higher first, lower id on ties) before
+// any step that reads ranks or probabilities, which are renormalized over the survivors each time. The
+// temperature step divides the logits, so steps after it see the tempered distribution (as in llama.cpp);
+// the final softmax is at temperature 1. (A temperature of 0 never gets here: greedy is the argmax after
+// logit bias, penalties and DRY, wherever they stand in the order.)
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "sample/sampler.h"
 
@@ -30,95 +33,174 @@ std::vector<double> probs_of(const std::vector<C>& cand) {
     return p;
 }
 
+double entropy_of(const std::vector<double>& pr) {
+    double h = 0.0;
+    for (double x : pr)
+        if (x > 0) h -= x * std::log(x);
+    return h;
+}
+
 }  // namespace
 
-void Sampler::apply_extended(float max_l, float temp) {
+// The penalties / DRY steps that lead the order (all of them if `all`: greedy ignores the filters), on the
+// whole vocabulary in buf_.
+bool Sampler::apply_leading_steps(bool all) {
+    bool changed = false, leading = true;
+    leading_ = 0;
+    for (size_t i = 0; i < order_.size(); i++) {
+        const SamplerStep s = order_[i];
+        if (s == SamplerStep::penalties) {
+            changed |= apply_penalties();
+        } else if (s == SamplerStep::dry) {
+            for (const auto& [id, pen] : dry_penalties()) buf_[id] -= pen, changed = true;
+        } else {
+            leading = false;
+            if (!all) break;
+        }
+        if (leading) leading_ = i + 1;
+    }
+    return changed;
+}
+
+void Sampler::apply_extended(float temp) {
     const SamplingParams& p = params_;
     const size_t keep = (size_t)std::max(p.min_keep, 1);
     work_.clear();
     for (int32_t i = 0; i < n_vocab_; i++)
         if (buf_[i] > -std::numeric_limits<float>::infinity()) work_.push_back({i, buf_[i]});
-
-    if (p.top_n_sigma > 0 && work_.size() > 1) {  // logits below max - n·σ go (σ over the finite logits)
-        double mean = 0.0, var = 0.0;
-        for (const Cand& c : work_) mean += c.logit;
-        mean /= (double)work_.size();
-        for (const Cand& c : work_) var += (c.logit - mean) * (c.logit - mean);
-        const double cut = max_l - p.top_n_sigma * std::sqrt(var / (double)work_.size());
-        work_.erase(std::remove_if(work_.begin(), work_.end(), [cut](const Cand& c) { return c.logit < cut; }),
-                    work_.end());
-    }
-    std::sort(work_.begin(), work_.end(), higher_logit<Cand>);
-    if (p.top_k > 0 && work_.size() > std::max((size_t)p.top_k, keep)) work_.resize(std::max((size_t)p.top_k, keep));
-
-    if (p.typical_p < 1.0f && work_.size() > 1) {  // keep the tokens whose surprise is closest to the entropy
-        const std::vector<double> pr = probs_of(work_);
-        double entropy = 0.0;
-        for (double x : pr)
-            if (x > 0) entropy -= x * std::log(x);
-        std::vector<size_t> order(work_.size());
-        std::iota(order.begin(), order.end(), 0);
-        auto shift = [&](size_t i) { return pr[i] > 0 ? std::fabs(-std::log(pr[i]) - entropy) : INFINITY; };
-        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return shift(a) < shift(b); });
-        double cum = 0.0;
-        size_t n = order.size();
-        for (size_t i = 0; i < order.size(); i++) {
-            cum += pr[order[i]];
-            if (cum > p.typical_p && i + 1 >= keep) {
-                n = i + 1;
+    bool sorted = false;
+    const auto sort = [&] {
+        if (!sorted) std::sort(work_.begin(), work_.end(), higher_logit<Cand>);
+        sorted = true;
+    };
+    const auto shift_logits = [&](const std::unordered_map<int32_t, float>& delta) {  // a later penalty step
+        for (Cand& c : work_) {
+            auto it = delta.find(c.id);
+            if (it != delta.end()) c.logit -= it->second, sorted = false;
+        }
+    };
+    for (size_t step = leading_; step < order_.size() && !work_.empty(); step++) {
+        switch (order_[step]) {
+            case SamplerStep::penalties: {  // the same rule as apply_penalties(), on the survivors
+                if (history_.empty()) break;
+                std::unordered_map<int32_t, int> count;
+                for (int32_t t : history_) count[t]++;
+                for (Cand& c : work_) {
+                    auto it = count.find(c.id);
+                    if (it == count.end()) continue;
+                    float& l = c.logit;
+                    l = l > 0.0f ? l / p.repeat_penalty : l * p.repeat_penalty;
+                    l -= (float)it->second * p.frequency_penalty + p.presence_penalty;
+                    sorted = false;
+                }
+                break;
+            }
+            case SamplerStep::dry: {
+                std::unordered_map<int32_t, float> delta;
+                for (const auto& [id, pen] : dry_penalties()) delta[id] = pen;
+                if (!delta.empty()) shift_logits(delta);
+                break;
+            }
+            case SamplerStep::top_n_sigma: {  // logits below max - n·σ go (σ over the survivors' logits)
+                if (!(p.top_n_sigma > 0) || work_.size() < 2) break;
+                sort();
+                double mean = 0.0, var = 0.0;
+                for (const Cand& c : work_) mean += c.logit;
+                mean /= (double)work_.size();
+                for (const Cand& c : work_) var += (c.logit - mean) * (c.logit - mean);
+                const double cut = work_[0].logit - p.top_n_sigma * std::sqrt(var / (double)work_.size());
+                size_t n = 1;
+                while (n < work_.size() && work_[n].logit >= cut) n++;
+                work_.resize(n);
+                break;
+            }
+            case SamplerStep::top_k:
+                if (p.top_k <= 0) break;
+                sort();
+                if (work_.size() > std::max((size_t)p.top_k, keep)) work_.resize(std::max((size_t)p.top_k, keep));
+                break;
+            case SamplerStep::typical: {  // keep the tokens whose surprise is closest to the entropy
+                if (!(p.typical_p < 1.0f) || work_.size() < 2) break;
+                sort();
+                const std::vector<double> pr = probs_of(work_);
+                const double entropy = entropy_of(pr);
+                std::vector<size_t> order(work_.size());
+                std::iota(order.begin(), order.end(), 0);
+                auto shift = [&](size_t i) { return pr[i] > 0 ? std::fabs(-std::log(pr[i]) - entropy) : INFINITY; };
+                std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return shift(a) < shift(b); });
+                double cum = 0.0;
+                size_t n = order.size();
+                for (size_t i = 0; i < order.size(); i++) {
+                    cum += pr[order[i]];
+                    if (cum > p.typical_p && i + 1 >= keep) {
+                        n = i + 1;
+                        break;
+                    }
+                }
+                std::vector<Cand> kept;
+                for (size_t i = 0; i < n; i++) kept.push_back(work_[order[i]]);
+                std::sort(kept.begin(), kept.end(), higher_logit<Cand>);
+                work_.swap(kept);
+                break;
+            }
+            case SamplerStep::top_p: {
+                if (!(p.top_p < 1.0f) || work_.size() < 2) break;
+                sort();
+                const std::vector<double> pr = probs_of(work_);
+                double cum = 0.0;
+                for (size_t i = 0; i < pr.size(); i++) {
+                    cum += pr[i];
+                    if (cum >= p.top_p && i + 1 >= keep) {
+                        work_.resize(i + 1);
+                        break;
+                    }
+                }
+                break;
+            }
+            case SamplerStep::min_p: {  // p_i >= min_p · p_max, i.e. logit_i >= max + ln(min_p)
+                if (!(p.min_p > 0.0f) || work_.size() < 2) break;
+                sort();
+                const float cut = work_[0].logit + std::log(std::min(p.min_p, 1.0f));
+                size_t n = 1;
+                while (n < work_.size() && (work_[n].logit >= cut || n < keep)) n++;
+                work_.resize(n);
+                break;
+            }
+            case SamplerStep::xtc: {  // exclude the top choices: of those at or above the threshold, all but the last
+                if (!(p.xtc_probability > 0) || p.xtc_threshold > 0.5f || work_.size() < 2) break;
+                if (!(uniform() < p.xtc_probability)) break;
+                sort();
+                const std::vector<double> pr = probs_of(work_);
+                size_t last = 0;
+                while (last + 1 < pr.size() && pr[last + 1] >= p.xtc_threshold) last++;
+                if (last >= 1 && work_.size() - last >= keep)
+                    work_.erase(work_.begin(), work_.begin() + (std::ptrdiff_t)last);
+                break;
+            }
+            case SamplerStep::temperature: {
+                float t = temp;
+                if (p.dynatemp_range > 0 && work_.size() > 1) {  // entropy 0 -> temp - range, maximal -> + range
+                    sort();
+                    const double h = entropy_of(probs_of(work_));
+                    const double lo = std::max(0.0f, temp - p.dynatemp_range), hi = temp + p.dynatemp_range;
+                    t = (float)(lo + (hi - lo) * std::pow(h / std::log((double)work_.size()), p.dynatemp_exponent));
+                }
+                if (!(t > 0.0f)) {  // a dynamic temperature of 0: only the best one
+                    sort();
+                    work_.resize(1);
+                    break;
+                }
+                const float inv_t = 1.0f / t;
+                for (Cand& c : work_) c.logit *= inv_t;
                 break;
             }
         }
-        std::vector<Cand> kept;
-        for (size_t i = 0; i < n; i++) kept.push_back(work_[order[i]]);
-        std::sort(kept.begin(), kept.end(), higher_logit<Cand>);
-        work_.swap(kept);
     }
-    if (p.top_p < 1.0f && work_.size() > 1) {
-        const std::vector<double> pr = probs_of(work_);
-        double cum = 0.0;
-        for (size_t i = 0; i < pr.size(); i++) {
-            cum += pr[i];
-            if (cum >= p.top_p && i + 1 >= keep) {
-                work_.resize(i + 1);
-                break;
-            }
-        }
-    }
-    if (p.min_p > 0.0f && work_.size() > 1) {  // p_i >= min_p · p_max, i.e. logit_i >= max + ln(min_p)
-        const float cut = work_[0].logit + std::log(std::min(p.min_p, 1.0f));
-        size_t n = 1;
-        while (n < work_.size() && (work_[n].logit >= cut || n < keep)) n++;
-        work_.resize(n);
-    }
-    if (p.xtc_probability > 0 && p.xtc_threshold <= 0.5f && work_.size() > 1 && uniform() < p.xtc_probability) {
-        // exclude the top choices: of the tokens at or above the threshold, all but the least likely go
-        const std::vector<double> pr = probs_of(work_);
-        size_t last = 0;
-        while (last + 1 < pr.size() && pr[last + 1] >= p.xtc_threshold) last++;
-        if (last >= 1 && work_.size() - last >= keep)
-            work_.erase(work_.begin(), work_.begin() + (std::ptrdiff_t)last);
-    }
-    if (p.dynatemp_range > 0 && work_.size() > 1) {  // entropy 0 -> temp - range, maximal -> temp + range
-        const std::vector<double> pr = probs_of(work_);
-        double entropy = 0.0;
-        for (double x : pr)
-            if (x > 0) entropy -= x * std::log(x);
-        const double lo = std::max(0.0f, temp - p.dynatemp_range), hi = temp + p.dynatemp_range;
-        temp = (float)(lo + (hi - lo) * std::pow(entropy / std::log((double)work_.size()), p.dynatemp_exponent));
-    }
-
-    // temperature, then softmax over the survivors (the best one always survives)
+    sort();
+    if (work_.size() == 1) return keep_only(work_[0].id);
     cur_.resize(work_.size());
-    if (!(temp > 0.0f)) {  // a dynamic temperature of 0: the best one
-        keep_only(work_[0].id);
-        return;
-    }
-    const double inv_t = 1.0 / temp;
-    double sum = 0.0;
-    std::vector<double> e(work_.size());
-    for (size_t i = 0; i < work_.size(); i++) sum += e[i] = std::exp((work_[i].logit - work_[0].logit) * inv_t);
-    for (size_t i = 0; i < work_.size(); i++) cur_[i] = {work_[i].id, (float)(e[i] / sum)};
+    const std::vector<double> pr = probs_of(work_);
+    for (size_t i = 0; i < work_.size(); i++) cur_[i] = {work_[i].id, (float)pr[i]};
     sorted_ = true;
 }
 
@@ -133,6 +215,37 @@ void Sampler::apply_mirostat(float temp) {
     const std::vector<double> pr = probs_of(work_);
     size_t n = 1;
     while (n < pr.size() && -std::log2(pr[n]) <= mu_) n++;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) sum += pr[i];
+    cur_.resize(n);
+    for (size_t i = 0; i < n; i++) cur_[i] = {work_[i].id, (float)(pr[i] / sum)};
+    sorted_ = true;
+    mirostat_pending_ = true;
+}
+
+// Mirostat (version 1, Basu et al. 2021, Algorithm 1): assume the sorted probabilities follow Zipf's law
+// p_i ∝ i^-s; estimate s from the m = 100 likeliest tokens by least squares on log(p_i / p_i+1) =
+// s·log((i+1)/i); keep the top k = ((ε·2^mu) / (1 - N^-ε))^(1/s), ε = s - 1, the k whose expected surprise
+// is mu; renormalize. accept() moves mu as in version 2.
+void Sampler::apply_mirostat1(float temp) {
+    constexpr size_t kM = 100;
+    work_.clear();
+    for (int32_t i = 0; i < n_vocab_; i++)
+        if (buf_[i] > -std::numeric_limits<float>::infinity()) work_.push_back({i, buf_[i] / temp});
+    std::sort(work_.begin(), work_.end(), higher_logit<Cand>);
+    const std::vector<double> pr = probs_of(work_);
+    double sum_tb = 0.0, sum_tt = 0.0;
+    for (size_t i = 0; i + 1 < kM && i + 1 < pr.size() && pr[i + 1] > 0; i++) {
+        const double t = std::log((double)(i + 2) / (double)(i + 1)), b = std::log(pr[i] / pr[i + 1]);
+        sum_tb += t * b;
+        sum_tt += t * t;
+    }
+    size_t n = pr.size();
+    if (sum_tt > 0) {
+        const double s = sum_tb / sum_tt, eps = s - 1.0;
+        const double k = std::pow(eps * std::pow(2.0, (double)mu_) / (1.0 - std::pow((double)n_vocab_, -eps)), 1.0 / s);
+        if (std::isfinite(k) && k >= 0) n = std::min(n, std::max<size_t>(1, (size_t)k));
+    }
     double sum = 0.0;
     for (size_t i = 0; i < n; i++) sum += pr[i];
     cur_.resize(n);

@@ -55,9 +55,7 @@ void refuse_unsupported(const Json& body, Api api) {
         double off;
         Cmp cmp;
     };
-    static const Off numbers[] = {{"dry_multiplier", 0, at_most}, {"n_keep", 0, equal},
-                                  {"n_discard", 0, equal},        {"n_indent", 0, equal},
-                                  {"t_max_predict_ms", 0, at_most}};
+    static const Off numbers[] = {{"n_keep", 0, equal}, {"n_discard", 0, equal}, {"n_indent", 0, equal}};
     for (const Off& o : numbers) {
         auto it = body.find(o.key);
         if (it == body.end() || it->is_null()) continue;
@@ -67,13 +65,52 @@ void refuse_unsupported(const Json& body, Api api) {
         if (!off)
             bad_request("'%s' is %g, but Bee does not implement it: remove the field or set it to %g", o.key, v, o.off);
     }
-    for (const char* key : {"post_sampling_probs", "timings_per_token", "return_progress"})
+    for (const char* key : {"return_progress"})
         if (get_bool(body, key, false)) bad_request("'%s' is not supported by Bee; remove it or set it to false", key);
-    for (const char* key : {"samplers", "lora", "response_fields"}) {
+    for (const char* key : {"lora", "response_fields"}) {
         auto it = body.find(key);
         if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
-            bad_request("'%s' is not supported by Bee (the sampler order is fixed: logit bias, penalties, "
-                        "top-n-sigma, top-k, typical, top-p, min-p, XTC, temperature, or mirostat); remove the field", key);
+            bad_request("'%s' is not supported by Bee; remove the field", key);
+    }
+}
+
+// DRY's fields and llama.cpp's `samplers` (an array of names, or one string of names or letters).
+void parse_dry_and_order(const Json& body, const Tokenizer& tok, SamplingParams& s) {
+    s.dry_multiplier = (float)get_number(body, "dry_multiplier", s.dry_multiplier);
+    s.dry_base = (float)get_number(body, "dry_base", s.dry_base);
+    s.dry_allowed_length = (int32_t)get_int(body, "dry_allowed_length", s.dry_allowed_length, 0, INT32_MAX);
+    s.dry_penalty_last_n = (int32_t)get_int(body, "dry_penalty_last_n", s.dry_penalty_last_n, -1, INT32_MAX);
+    if (!(s.dry_multiplier >= 0) || !(s.dry_base >= 1))
+        bad_request("'dry_multiplier' must be >= 0 and 'dry_base' >= 1 (got %g and %g)", s.dry_multiplier, s.dry_base);
+    auto it = body.find("dry_sequence_breakers");
+    if (it != body.end() && !it->is_null()) {
+        if (!it->is_array()) bad_request("'dry_sequence_breakers' must be an array of strings");
+        s.dry_sequence_breakers.clear();
+        for (const Json& b : *it) {
+            if (!b.is_string() || b.get<std::string>().empty())
+                bad_request("'dry_sequence_breakers' must be an array of non-empty strings");
+            s.dry_sequence_breakers.push_back(b.get<std::string>());
+        }
+    }
+    bind_dry_breakers(s, [&tok](int32_t id) { return tok.token_to_piece(id, false); });
+    it = body.find("samplers");
+    if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty())) {
+        try {
+            if (it->is_string()) {
+                s.order = parse_sampler_order(it->get<std::string>());
+            } else if (it->is_array()) {
+                std::vector<std::string> names;
+                for (const Json& n : *it) {
+                    if (!n.is_string()) bad_request("'samplers' must be an array of sampler names or a string");
+                    names.push_back(n.get<std::string>());
+                }
+                s.order = parse_sampler_order(names);
+            } else {
+                bad_request("'samplers' must be an array of sampler names or a string");
+            }
+        } catch (const Error& e) {
+            bad_request("'samplers': %s", e.what());
+        }
     }
 }
 
@@ -286,11 +323,11 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     s.min_keep = (int32_t)get_int(body, "min_keep", s.min_keep, 0, INT32_MAX);
     if (!(s.dynatemp_exponent > 0)) bad_request("'dynatemp_exponent' must be > 0");
     s.mirostat = (int32_t)get_int(body, "mirostat", s.mirostat, 0, 2);
-    if (s.mirostat == 1) bad_request("'mirostat' 1 is not implemented: use 2 (Mirostat 2.0) or 0");
     s.mirostat_tau = (float)get_number(body, "mirostat_tau", s.mirostat_tau);
     s.mirostat_eta = (float)get_number(body, "mirostat_eta", s.mirostat_eta);
     if (s.mirostat && !(s.mirostat_tau > 0 && s.mirostat_eta >= 0))
         bad_request("'mirostat_tau' must be > 0 and 'mirostat_eta' >= 0");
+    parse_dry_and_order(body, ctx.tokenizer(), s);
     if (body.contains("logit_bias") && !body["logit_bias"].is_null())  // replaces the server's --logit-bias
         s.logit_bias = parse_logit_bias(body, ctx.tokenizer());
     const int64_t seed = get_int(body, "seed", s.seed == 0xFFFFFFFFu ? -1 : (int64_t)s.seed);
@@ -304,6 +341,10 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     g.n_cache_reuse = (int32_t)get_int(body, "n_cache_reuse", ctx.params.n_cache_reuse, 0, INT32_MAX);
     g.id_slot = (int32_t)get_int(body, "id_slot", -1, -1, ctx.scheduler->n_parallel() - 1);
     parse_logprobs(body, api, g);
+    g.post_sampling_probs = get_bool(body, "post_sampling_probs", false);
+    g.timings_per_token = get_bool(body, "timings_per_token", false);
+    g.t_max_predict_ms = get_number(body, "t_max_predict_ms", 0);
+    if (!(g.t_max_predict_ms >= 0)) bad_request("'t_max_predict_ms' must be >= 0");
     parse_reasoning_overrides(body, ctx, g);
     parse_spec_overrides(body, ctx, g);
     const std::string gbnf = constraint_gbnf(body);
@@ -374,8 +415,10 @@ std::vector<std::shared_ptr<Task>> make_tasks(ServerContext& ctx, const std::vec
     std::vector<std::shared_ptr<Task>> tasks;
     for (int32_t i = 0; i < n; i++) {
         GenParams p = params;
-        if (p.sampling.seed != 0xFFFFFFFFu) p.sampling.seed += (uint64_t)i;  // choice i: seed + i
-        if (p.sampling.seed == 0xFFFFFFFFu) p.sampling.seed++;  // seed + i must not mean "random"
+        if (p.sampling.seed != 0xFFFFFFFFu) {  // choice i: seed + i (a random seed stays random)
+            p.sampling.seed += (uint64_t)i;
+            if (p.sampling.seed == 0xFFFFFFFFu) p.sampling.seed++;  // seed + i must not mean "random"
+        }
         tasks.push_back(make_task(ctx, prompt, std::move(p)));
     }
     return tasks;

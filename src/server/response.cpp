@@ -80,6 +80,41 @@ FinishInfo merge_finish(const std::vector<FinishInfo>& fs) {
     return m;
 }
 
+Json sampling_json(const SamplingParams& s) {
+    Json samplers = Json::array();
+    const std::string names = sampler_order_name(s.order.empty() ? default_sampler_order() : s.order);
+    for (size_t at = 0; at < names.size();) {
+        const size_t end = std::min(names.find(';', at), names.size());
+        samplers.push_back(names.substr(at, end - at));
+        at = end + 1;
+    }
+    return Json{{"seed", s.seed},
+                {"temperature", s.temp},
+                {"dynatemp_range", s.dynatemp_range},
+                {"dynatemp_exponent", s.dynatemp_exponent},
+                {"top_k", s.top_k},
+                {"top_p", s.top_p},
+                {"min_p", s.min_p},
+                {"top_n_sigma", s.top_n_sigma},
+                {"xtc_probability", s.xtc_probability},
+                {"xtc_threshold", s.xtc_threshold},
+                {"typical_p", s.typical_p},
+                {"repeat_last_n", s.repeat_last_n},
+                {"repeat_penalty", s.repeat_penalty},
+                {"presence_penalty", s.presence_penalty},
+                {"frequency_penalty", s.frequency_penalty},
+                {"dry_multiplier", s.dry_multiplier},
+                {"dry_base", s.dry_base},
+                {"dry_allowed_length", s.dry_allowed_length},
+                {"dry_penalty_last_n", s.dry_penalty_last_n},
+                {"dry_sequence_breakers", s.dry_sequence_breakers},
+                {"mirostat", s.mirostat},
+                {"mirostat_tau", s.mirostat_tau},
+                {"mirostat_eta", s.mirostat_eta},
+                {"min_keep", s.min_keep},
+                {"samplers", samplers}};
+}
+
 Json timings_json(const FinishInfo& f) {
     const double pn = f.n_prompt - f.n_cached, gn = f.n_predicted;
     Json t{{"cache_n", f.n_cached},
@@ -142,18 +177,20 @@ static Json byte_list(const std::string& s) {
 
 // One entry per generated token with its top alternatives; `native` gives /completion's shape
 // (ids first, as llama-server), otherwise the OpenAI logprobs.content shape.
+// With post_sampling_probs the keys are "prob" and "top_probs" (probabilities after the sampler chain).
 static Json token_probs(const std::vector<TokenInfo>& tokens, const Tokenizer& tok, bool native) {
-    const auto entry = [&](int32_t id, float logprob) {
-        const std::string piece = tok.token_to_piece(id, false);
-        if (native) return Json{{"id", id}, {"token", piece}, {"bytes", byte_list(piece)}, {"logprob", logprob}};
-        return Json{{"token", piece}, {"logprob", logprob}, {"bytes", byte_list(piece)}};
-    };
     Json out = Json::array();
     for (const TokenInfo& t : tokens) {
+        const char* key = t.post ? "prob" : "logprob";
+        const auto entry = [&](int32_t id, float value) {
+            const std::string piece = tok.token_to_piece(id, false);
+            if (native) return Json{{"id", id}, {"token", piece}, {"bytes", byte_list(piece)}, {key, value}};
+            return Json{{"token", piece}, {key, value}, {"bytes", byte_list(piece)}};
+        };
         Json top = Json::array();
         for (const TokenProb& p : t.top) top.push_back(entry(p.id, p.logprob));
         Json e = entry(t.id, t.logprob);
-        e["top_logprobs"] = std::move(top);
+        e[t.post ? "top_probs" : "top_logprobs"] = std::move(top);
         out.push_back(std::move(e));
     }
     return out;
@@ -201,7 +238,11 @@ bool pump_events(StreamState& st, size_t i, const std::vector<TaskEvent>& evs, h
             st.finished = true;
             st.cancel_all();
         } else {
-            if (!e.content.empty() || !e.reasoning.empty() || !e.tokens.empty()) ok = write_all(sink, fmt.delta(e));
+            if (!e.content.empty() || !e.reasoning.empty() || !e.tokens.empty()) {
+                std::vector<Json> chunks = fmt.delta(e);
+                if (e.has_timings && !chunks.empty()) chunks.back()["timings"] = timings_json(e.finish);
+                ok = write_all(sink, chunks);
+            }
             if (ok && e.kind == TaskEvent::done) {
                 ok = write_all(sink, fmt.done(e.finish));
                 st.finish[i] = e.finish;

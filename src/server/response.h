@@ -33,6 +33,8 @@ FinishInfo merge_finish(const std::vector<FinishInfo>& fs);
 
 // llama-server's timings; draft_n and draft_n_accepted only when the request drafted.
 Json timings_json(const FinishInfo& f);
+// The sampling fields under llama-server's names (generation_settings and /props), order as `samplers`.
+Json sampling_json(const SamplingParams& s);
 Json usage_json(const FinishInfo& f);
 // The closing chunks of an OpenAI stream: `last` (it carries finish_reason), then, when the client asked
 // for usage (stream_options.include_usage), `usage_chunk` (empty choices) with `usage`; the final chunk

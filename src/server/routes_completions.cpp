@@ -12,15 +12,15 @@ namespace bee::server {
 namespace {
 
 Json generation_settings(const ServerContext& ctx, const GenParams& g) {
-    const SamplingParams& s = g.sampling;
-    return Json{{"n_predict", g.n_predict},     {"seed", s.seed},
-                {"temperature", s.temp},        {"top_k", s.top_k},
-                {"top_p", s.top_p},             {"min_p", s.min_p},
-                {"repeat_penalty", s.repeat_penalty}, {"repeat_last_n", s.repeat_last_n},
-                {"presence_penalty", s.presence_penalty}, {"frequency_penalty", s.frequency_penalty},
-                {"stop", g.stop},               {"ignore_eos", g.ignore_eos},
-                {"n_probs", g.n_probs},         {"cache_prompt", g.cache_prompt},
-                {"n_ctx", ctx.scheduler->n_ctx_slot()}, {"model", ctx.model_name}};
+    Json j = sampling_json(g.sampling);
+    j.update(Json{{"n_predict", g.n_predict},
+                  {"stop", g.stop},
+                  {"ignore_eos", g.ignore_eos},
+                  {"n_probs", g.n_probs},
+                  {"cache_prompt", g.cache_prompt},
+                  {"n_ctx", ctx.scheduler->n_ctx_slot()},
+                  {"model", ctx.model_name}});
+    return j;
 }
 
 // The final object of /completion (non-stream body, or last stream chunk).

@@ -1,5 +1,6 @@
 // server/routes_info: /health, /v1/models, /props and /slots — the server describing itself.
 #include "server/http_util.h"
+#include "server/response.h"
 #include "server/routes.h"
 
 namespace bee::server {
@@ -25,14 +26,11 @@ std::string join(const std::vector<std::string>& names) {
 }
 
 Json default_settings(const ServerContext& ctx) {
-    const SamplingParams& s = ctx.params.sampling;
     const SpecParams& sp = ctx.scheduler->spec_params();
-    Json out{{"n_ctx", ctx.scheduler->n_ctx_slot()},
-                {"params",
-                 {{"n_predict", ctx.params.n_predict}, {"temperature", s.temp}, {"top_k", s.top_k}, {"top_p", s.top_p},
-                  {"min_p", s.min_p}, {"repeat_penalty", s.repeat_penalty}, {"repeat_last_n", s.repeat_last_n},
-                  {"presence_penalty", s.presence_penalty}, {"frequency_penalty", s.frequency_penalty},
-                  {"seed", s.seed}, {"cache_prompt", ctx.params.cache_prompt}}}};
+    Json params = sampling_json(ctx.params.sampling);
+    params["n_predict"] = ctx.params.n_predict;
+    params["cache_prompt"] = ctx.params.cache_prompt;
+    Json out{{"n_ctx", ctx.scheduler->n_ctx_slot()}, {"params", params}};
     // The server's speculative settings, under llama-server's request keys (each can be overridden).
     Json& p = out["params"];
     p["speculative.type"] = join(sp.types);

@@ -40,7 +40,9 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     spec_task_.reset();
     spec_ = nullptr;
     generated_.clear();
-    if (spec_slot_ && gp.spec.n_max != 0 && !gp.grammar) {  // drafts would bypass the grammar
+    has_new_line_ = false;
+    // drafts would bypass the grammar; post-sampling probabilities are read from the sampler row by row
+    if (spec_slot_ && gp.spec.n_max != 0 && !gp.grammar && !gp.post_sampling_probs) {
         if (!gp.spec.types_given || gp.spec.types == spec_shared_->params().types) {
             spec_ = spec_slot_.get();
         } else if (!gp.spec.types.empty()) {
@@ -65,12 +67,26 @@ bool Slot::prompt_done(double now_ms) {
 }
 
 // log-softmax of the raw logits (the model's distribution before the sampler chain, as llama.cpp
-// reports by default), the chosen token's logprob and the n_probs most likely alternatives.
-TokenInfo Slot::token_info(const float* logits, int32_t id) const {
+// reports by default), the chosen token's logprob and the n_probs most likely alternatives; with
+// post_sampling_probs, the probabilities of the sampler's last distribution instead (a forced token: 1).
+TokenInfo Slot::token_info(const float* logits, int32_t id, bool forced) const {
     TokenInfo info;
     info.id = id;
     const GenParams& gp = task_->params;
     if (!gp.want_logprobs && gp.n_probs <= 0) return info;
+    if (gp.post_sampling_probs) {
+        info.post = true;
+        if (forced) {
+            info.logprob = 1.0f;
+            return info;
+        }
+        info.logprob = sampler_->prob_of(id);
+        std::vector<bee::TokenProb> cand = sampler_->candidates();
+        if (!sampler_->candidates_sorted())
+            std::stable_sort(cand.begin(), cand.end(), [](const bee::TokenProb& a, const bee::TokenProb& b) { return a.p > b.p; });
+        for (size_t i = 0; i < cand.size() && (int32_t)i < gp.n_probs; i++) info.top.push_back({cand[i].id, cand[i].p});
+        return info;
+    }
     float mx = -INFINITY;
     for (int32_t i = 0; i < n_vocab_; i++) mx = std::max(mx, logits[i]);
     double sum = 0;
@@ -108,7 +124,7 @@ bool Slot::sample(const float* logits, int32_t n_ctx_slot, double now_ms) {
     if (grammar_) grammar_->accept(id);  // forced tokens too (false for them is not an error)
     sampler_->accept(id);
     last_ = id;
-    if (accept(id, forced, token_info(logits, id), now_ms)) return true;
+    if (accept(id, forced, token_info(logits, id, forced), now_ms)) return true;
     // The sampled token needs a cell of its own at position cache.size() when it is decoded.
     if ((int32_t)cache.size() >= n_ctx_slot) {
         fin_.truncated = true;
@@ -133,9 +149,17 @@ bool Slot::accept(int32_t id, bool forced, TokenInfo info, double now_ms) {
     const bool in_reasoning = output_->in_reasoning();
     if (in_reasoning && !forced) fin_.n_reasoning++;  // the injected close sequence is not reasoning
     std::string hit;
-    TextDelta d = output_->feed(decoder_->push(id), &hit);
+    const std::string text = decoder_->push(id);
+    if (text.find('\n') != std::string::npos) has_new_line_ = true;
+    TextDelta d = output_->feed(text, &hit);
     ev.content = std::move(d.content);
     ev.reasoning = std::move(d.reasoning);
+    if (gp.timings_per_token) {
+        ev.has_timings = true;
+        ev.finish = fin_;
+        ev.finish.n_predicted = n_predicted_;
+        ev.finish.predicted_ms = now_ms - t_prompt_end_;
+    }
     task_->channel->push(std::move(ev));
     if (!hit.empty()) {
         fin_.stopping_word = hit;
@@ -161,6 +185,11 @@ bool Slot::accept(int32_t id, bool forced, TokenInfo info, double now_ms) {
         fin_.n_reasoning >= gp.reasoning_budget)
         queue_close_reasoning();
     if (gp.n_predict >= 0 && n_predicted_ >= gp.n_predict) {
+        finish(StopType::limit, now_ms);
+        return true;
+    }
+    // llama.cpp's t_max_predict_ms (for code infill): a time limit that applies once a line has ended
+    if (gp.t_max_predict_ms > 0 && has_new_line_ && now_ms - t_prompt_end_ > gp.t_max_predict_ms) {
         finish(StopType::limit, now_ms);
         return true;
     }

@@ -90,7 +90,7 @@ private:
     void queue_close_reasoning();
     void finish(StopType type, double now_ms);
     void release();
-    TokenInfo token_info(const float* logits, int32_t id) const;
+    TokenInfo token_info(const float* logits, int32_t id, bool forced = false) const;
     bool may_draft() const;
 
     int id_;
@@ -109,6 +109,7 @@ private:
     FinishInfo fin_;
     int32_t last_ = -1;
     int32_t n_predicted_ = 0;
+    bool has_new_line_ = false;  // the generated text holds a newline (t_max_predict_ms)
     double t_start_ = 0, t_prompt_end_ = 0;
 
     // Speculation: the slot's own Speculator for the server's types, or one made for a request that

@@ -29,6 +29,9 @@ struct GenParams {
     bool ignore_eos = false;
     int32_t n_probs = 0;              // top alternatives reported per token (0: none)
     bool want_logprobs = false;       // report each generated token's logprob
+    bool post_sampling_probs = false; // report probabilities after the sampler chain instead (never speculates)
+    bool timings_per_token = false;   // every stream chunk carries the timings so far
+    double t_max_predict_ms = 0;      // > 0: stop once generation has run this long and produced a newline
     bool cache_prompt = true;         // reuse the slot's cached prefix
     int32_t n_cache_reuse = 0;        // also reuse cached chunks of at least this many tokens (KV shift; 0: off)
     int32_t id_slot = -1;             // pin to a slot (-1: pick one)
@@ -61,11 +64,13 @@ struct TokenProb {
     float logprob = 0;
 };
 
-// One generated token as reported to the client (logprobs mode).
+// One generated token as reported to the client (logprobs mode). With `post` (post_sampling_probs) the
+// logprob fields hold probabilities after the sampler chain instead of the model's log-probabilities.
 struct TokenInfo {
     int32_t id = 0;
     float logprob = 0;
     std::vector<TokenProb> top;  // best alternatives, most likely first
+    bool post = false;
 };
 
 enum class StopType { none, eos, limit, word };
@@ -93,7 +98,8 @@ struct TaskEvent {
     std::string content;              // visible text released by this event
     std::string reasoning;            // reasoning text released by this event
     std::vector<TokenInfo> tokens;    // tokens generated in this step (ids always, logprobs if asked)
-    FinishInfo finish;                // kind == done
+    FinishInfo finish;                // kind == done; a delta with has_timings: the timings so far
+    bool has_timings = false;         // timings_per_token
     int http_status = 500;            // kind == error
     std::string error_type, error_message;
 };

@@ -69,8 +69,29 @@ def test_not_a_gguf(bee, tmp_path):
     assert_clean_error(bee("run", "-m", bad, "-p", "x"), "text.gguf")
 
 
+def test_run_dry_and_sampler_order(bee, smollm):
+    def run(*extra):
+        r = bee("run", "-m", smollm, "-p", "1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3,", "-n", "8", "--temp", "0", "--json",
+                *extra)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["text"]
+    plain = run()
+    assert plain.startswith(" 1, 2, 3")
+    assert not run("--dry-multiplier", "0.8").startswith(" 1, 2, 3")
+    assert run("--dry-multiplier", "0.8", "--dry-sequence-breaker", ",") == plain  # a comma ends every repeat
+    assert not run("--dry-multiplier", "0.8", "--dry-sequence-breaker", "none").startswith(" 1, 2, 3")  # no breakers
+    # top-k 1 first: sampling at temperature 1 is greedy; --sampling-seq spells the same order
+    sampled = ("--temp", "1", "--top-k", "1", "--top-p", "1", "--min-p", "0", "-s", "7")
+    assert run(*sampled, "--samplers", "top_k;temperature") == plain
+    assert run(*sampled, "--sampling-seq", "kt") == plain
+    assert run("--temp", "1", "-s", "7", "--mirostat", "1")  # Mirostat 1 runs
+    assert_clean_error(bee("run", "-m", smollm, "-p", "x", "--samplers", "top_k;bogus"), "bogus")
+    assert_clean_error(bee("run", "-m", smollm, "-p", "x", "--sampling-seq", "kq"), "q")
+    assert_clean_error(bee("run", "-m", smollm, "-p", "x", "--dry-base", "0.5"), "--dry-base")
+
+
 @pytest.mark.parametrize("flag,value", [("-n", "abc"), ("--temp", "-1"), ("-c", "x"), ("--top-p", "2"),
-                                        ("-ctk", "q9_9"), ("-t", "-3")])
+                                        ("-ctk", "q9_9"), ("-t", "-3"), ("--mirostat", "3")])
 def test_invalid_flag_value(bee, smollm, flag, value):
     assert_clean_error(bee("run", "-m", smollm, "-p", "x", flag, value), flag)
 

@@ -1,7 +1,9 @@
 # tests/server/test_sampling_fields: logit_bias in its OpenAI and llama.cpp forms changes greedy output as
 # asked (a ban, a forced token, a token given as text), bad values get a 400 naming the entry; the further
-# llama.cpp samplers (top_n_sigma, typical_p, xtc, dynatemp, min_keep, mirostat 2) act, and the options Bee
-# does not implement (mirostat 1, DRY, samplers, ...) are refused when switched on (accepted when off).
+# llama.cpp samplers (top_n_sigma, typical_p, xtc, dynatemp, min_keep, mirostat 1 and 2, DRY, the
+# `samplers` order) act; post_sampling_probs, timings_per_token and t_max_predict_ms work; a request
+# without a seed draws a fresh one; the options Bee does not implement (context shift, n_indent,
+# return_progress, lora) are refused when switched on (accepted when off).
 import pytest
 
 from conftest import http
@@ -57,8 +59,8 @@ def test_logit_bias_errors(server, bias, words):
 
 
 @pytest.mark.parametrize("field, on, off", [
-    ("mirostat", 1, 0), ("dry_multiplier", 0.8, 0), ("n_keep", 10, 0), ("t_max_predict_ms", 100, 0),
-    ("post_sampling_probs", True, False), ("samplers", ["top_k", "temperature"], []),
+    ("n_keep", 10, 0), ("n_discard", 5, 0), ("n_indent", 4, 0), ("return_progress", True, False),
+    ("lora", [{"id": 0, "scale": 1.0}], []),
 ])
 def test_unimplemented_options_refused_when_on(server, field, on, off):
     code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 1, field: on})
@@ -84,7 +86,107 @@ def test_extended_samplers(server):
     assert sampled(server, xtc_probability=1.0, xtc_threshold=0.01)["tokens"][0] != first_greedy
     # the rest are accepted and deterministic for a seed
     for extra in ({"typical_p": 0.5}, {"dynatemp_range": 0.5, "dynatemp_exponent": 2}, {"min_keep": 3},
-                  {"mirostat": 2, "mirostat_tau": 3.0, "mirostat_eta": 0.2}):
+                  {"mirostat": 2, "mirostat_tau": 3.0, "mirostat_eta": 0.2},
+                  {"mirostat": 1, "mirostat_tau": 3.0, "mirostat_eta": 0.2}):
         assert sampled(server, **extra)["tokens"] == sampled(server, **extra)["tokens"], extra
     code, _, j = server.post("/completion", {"prompt": PROMPT, "dynatemp_exponent": 0})
     assert code == 400 and "dynatemp_exponent" in j["error"]["message"]
+
+
+REPEAT = "1, 2, 3, 1, 2, 3, 1, 2, 3, 1, 2, 3,"
+
+
+def test_dry_breaks_a_repeat(server):
+    def run(**extra):
+        code, _, j = server.post("/completion", {"prompt": REPEAT, "n_predict": 12, "temperature": 0,
+                                                 "cache_prompt": False, **extra})
+        assert code == 200, j
+        return j
+    plain = run()["content"]
+    assert plain.startswith(" 1, 2, 3")  # greedy keeps counting the cycle
+    dry = run(dry_multiplier=0.8)
+    assert not dry["content"].startswith(" 1, 2, 3")
+    g = dry["generation_settings"]
+    assert (g["dry_multiplier"], g["dry_base"], g["dry_allowed_length"], g["dry_penalty_last_n"]) == \
+        (pytest.approx(0.8), 1.75, 2, -1)
+    assert g["dry_sequence_breakers"] == ["\n", ":", "\"", "*"]
+    # "," as a breaker: no repeat spans more than the token after a comma, shorter than allowed_length 2
+    assert run(dry_multiplier=0.8, dry_sequence_breakers=[","])["content"] == plain
+    assert run(dry_multiplier=0.8, dry_penalty_last_n=4)["content"] == plain  # too short a window to see a repeat
+    for bad, words in (({"dry_base": 0.5}, "dry_base"), ({"dry_sequence_breakers": "x"}, "array"),
+                       ({"dry_sequence_breakers": [""]}, "non-empty"), ({"dry_allowed_length": -1}, "dry_allowed_length")):
+        code, _, j = server.post("/completion", {"prompt": REPEAT, "n_predict": 1, "dry_multiplier": 1, **bad})
+        assert code == 400 and words in j["error"]["message"], (bad, j)
+
+
+def test_samplers_order(server):
+    # only top-k 1: sampling at temperature 1 is the greedy answer, whatever the seed
+    one = {"top_k": 1, "top_p": 1.0, "min_p": 0.0, "samplers": ["top_k", "temperature"]}
+    assert sampled(server, **one)["tokens"][:6] == greedy(server)
+    j = sampled(server, **{**one, "samplers": "kt"})
+    assert j["tokens"][:6] == greedy(server)
+    assert j["generation_settings"]["samplers"] == ["top_k", "temperature"]
+    # without top_k in the order, top_k 1 does nothing: more than one token survives the chain
+    probs = lambda order: sampled(server, **{**one, "samplers": order}, post_sampling_probs=True)["completion_probabilities"]
+    assert all(len(t["top_probs"]) == 1 for t in probs(["top_k", "temperature"]))
+    assert any(len(t["top_probs"]) > 1 for t in probs(["temperature"]))
+    for bad in (["top_k", "bogus"], "kq", [1]):
+        code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 1, "samplers": bad})
+        assert code == 400 and "samplers" in j["error"]["message"], (bad, j)
+
+
+def test_post_sampling_probs(server):
+    j = sampled(server, top_k=3, post_sampling_probs=True)
+    for t in j["completion_probabilities"]:
+        assert "logprob" not in t and 0 < t["prob"] <= 1
+        top = t["top_probs"]
+        assert 1 <= len(top) <= 3  # top_k 3: nothing else survives the chain
+        assert sum(x["prob"] for x in top) == pytest.approx(1.0, abs=1e-5)
+        assert t["id"] in [x["id"] for x in top]
+    g = greedy_probs = server.post("/completion", {"prompt": PROMPT, "n_predict": 2, "temperature": 0, "n_probs": 4,
+                                                   "post_sampling_probs": True})[2]
+    assert all(t["prob"] == 1.0 and len(t["top_probs"]) == 1 for t in g["completion_probabilities"]), greedy_probs
+    code, _, c = server.post("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2,
+                                                      "logprobs": True, "top_logprobs": 2, "post_sampling_probs": True})
+    assert code == 200 and "prob" in c["choices"][0]["logprobs"]["content"][0]
+
+
+def stream_events(server, path, body):
+    import http.client
+    import json
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+    conn.request("POST", path, json.dumps({**body, "stream": True}), {"Content-Type": "application/json"})
+    text = conn.getresponse().read().decode()
+    return [json.loads(e[6:]) for e in text.split("\n\n") if e.startswith("data: {")]
+
+
+def test_timings_per_token(server):
+    evs = stream_events(server, "/completion", {"prompt": PROMPT, "n_predict": 4, "temperature": 0,
+                                                "timings_per_token": True})
+    deltas = [e for e in evs if not e["stop"]]
+    assert [e["timings"]["predicted_n"] for e in deltas] == [1, 2, 3, 4]
+    assert all(e["timings"]["prompt_n"] > 0 for e in deltas)
+    plain = stream_events(server, "/completion", {"prompt": PROMPT, "n_predict": 2, "temperature": 0})
+    assert all("timings" not in e for e in plain if not e["stop"])
+    chat = stream_events(server, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}],
+                                                          "max_tokens": 2, "timings_per_token": True})
+    assert [e["timings"]["predicted_n"] for e in chat if e["choices"] and e["choices"][0]["delta"].get("content")] == [1, 2]
+
+
+def test_t_max_predict_ms(server):
+    newline = {"logit_bias": [["\n", 100]], "temperature": 0, "n_predict": 200, "cache_prompt": False}
+    code, _, j = server.post("/completion", {"prompt": PROMPT, "t_max_predict_ms": 1, **newline})
+    assert code == 200 and j["stop_type"] == "limit" and j["tokens_predicted"] < 200, j
+    code, _, j = server.post("/completion", {"prompt": PROMPT, "t_max_predict_ms": 1, "n_predict": 5, "temperature": 0,
+                                             "logit_bias": [["\n", False]]})  # no newline: the limit never applies
+    assert j["tokens_predicted"] == 5, j
+    code, _, j = server.post("/completion", {"prompt": PROMPT, "t_max_predict_ms": -1})
+    assert code == 400
+
+
+def test_no_seed_draws_a_fresh_one(server):
+    body = {"prompt": PROMPT, "n_predict": 16, "temperature": 1.5, "top_k": 0, "top_p": 1.0, "min_p": 0.0,
+            "cache_prompt": False}
+    outs = [server.post("/completion", body)[2] for _ in range(3)]
+    assert len({tuple(o["tokens"]) for o in outs}) > 1  # three draws of 16 tokens at temperature 1.5
+    assert all(o["generation_settings"]["seed"] == 4294967295 for o in outs)

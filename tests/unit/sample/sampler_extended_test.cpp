@@ -148,7 +148,7 @@ TEST(SamplerExtended, MirostatTwoCapsSurpriseAndAdapts) {
     s.reset();  // mu back to 2·tau
     s.apply(kLogits.data());
     EXPECT_EQ(ids(s).size(), 3u);
-    p.mirostat = 1;
+    p.mirostat = 3;
     EXPECT_THROW(Sampler(p, 5), Error);
 }
 
