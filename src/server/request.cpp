@@ -47,31 +47,18 @@ void refuse_unsupported(const Json& body, Api api) {
         for (const char* key : {"best_of", "suffix"})
             if (body.contains(key) && !body[key].is_null()) bad_request("Unsupported param: %s", key);
     }
-    // llama.cpp's other samplers and options: accepted at their "off" value only. (The parameters that only
-    // tune one of these, e.g. xtc_threshold or mirostat_tau, change nothing while it is off.)
-    enum Cmp { equal, at_most };  // which values mean "off"
-    struct Off {
-        const char* key;
-        double off;
-        Cmp cmp;
-    };
-    static const Off numbers[] = {{"n_keep", 0, equal}, {"n_discard", 0, equal}, {"n_indent", 0, equal}};
-    for (const Off& o : numbers) {
-        auto it = body.find(o.key);
-        if (it == body.end() || it->is_null()) continue;
-        if (!it->is_number()) bad_request("'%s' must be a number", o.key);
-        const double v = it->get<double>();
-        const bool off = o.cmp == equal ? v == o.off : v <= o.off;
-        if (!off)
-            bad_request("'%s' is %g, but Bee does not implement it: remove the field or set it to %g", o.key, v, o.off);
-    }
-    for (const char* key : {"return_progress"})
-        if (get_bool(body, key, false)) bad_request("'%s' is not supported by Bee; remove it or set it to false", key);
-    for (const char* key : {"lora", "response_fields"}) {
+    // Context shift (n_keep / n_discard) is not implemented: accepted at 0 only.
+    for (const char* key : {"n_keep", "n_discard"}) {
         auto it = body.find(key);
-        if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
-            bad_request("'%s' is not supported by Bee; remove the field", key);
+        if (it == body.end() || it->is_null()) continue;
+        if (!it->is_number()) bad_request("'%s' must be a number", key);
+        if (it->get<double>() != 0)
+            bad_request("'%s' is %g, but Bee has no context shift: remove the field or set it to 0", key,
+                        it->get<double>());
     }
+    auto it = body.find("lora");
+    if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
+        bad_request("'lora' is not supported by Bee (no LoRA adapters); remove the field");
 }
 
 // DRY's fields and llama.cpp's `samplers` (an array of names, or one string of names or letters).
@@ -344,6 +331,15 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     g.post_sampling_probs = get_bool(body, "post_sampling_probs", false);
     g.timings_per_token = get_bool(body, "timings_per_token", false);
     g.t_max_predict_ms = get_number(body, "t_max_predict_ms", 0);
+    g.return_progress = get_bool(body, "return_progress", false);
+    g.n_indent = (int32_t)get_int(body, "n_indent", 0, 0, INT32_MAX);
+    if (auto rf = body.find("response_fields"); rf != body.end() && !rf->is_null()) {
+        if (!rf->is_array()) bad_request("'response_fields' must be an array of field paths such as \"content\"");
+        for (const Json& f : *rf) {
+            if (!f.is_string()) bad_request("'response_fields' must be an array of field paths such as \"content\"");
+            g.response_fields.push_back(f.get<std::string>());
+        }
+    }
     if (!(g.t_max_predict_ms >= 0)) bad_request("'t_max_predict_ms' must be >= 0");
     parse_reasoning_overrides(body, ctx, g);
     parse_spec_overrides(body, ctx, g);

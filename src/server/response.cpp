@@ -115,6 +115,11 @@ Json sampling_json(const SamplingParams& s) {
                 {"samplers", samplers}};
 }
 
+Json progress_json(const TaskEvent& e) {
+    const TaskEvent::Progress& p = e.progress;
+    return Json{{"total", p.total}, {"cache", p.cache}, {"processed", p.processed}, {"time_ms", p.time_ms}};
+}
+
 Json timings_json(const FinishInfo& f) {
     const double pn = f.n_prompt - f.n_cached, gn = f.n_predicted;
     Json t{{"cache_n", f.n_cached},
@@ -237,6 +242,8 @@ bool pump_events(StreamState& st, size_t i, const std::vector<TaskEvent>& evs, h
             ok = write_all(sink, {error_json(e.http_status, e.error_type, e.error_message)});
             st.finished = true;
             st.cancel_all();
+        } else if (e.has_progress) {
+            if (fmt.progress) ok = write_all(sink, {fmt.progress(e)});
         } else {
             if (!e.content.empty() || !e.reasoning.empty() || !e.tokens.empty()) {
                 std::vector<Json> chunks = fmt.delta(e);

@@ -33,6 +33,8 @@ FinishInfo merge_finish(const std::vector<FinishInfo>& fs);
 
 // llama-server's timings; draft_n and draft_n_accepted only when the request drafted.
 Json timings_json(const FinishInfo& f);
+// llama-server's prompt_progress object: {total, cache, processed, time_ms}.
+Json progress_json(const TaskEvent& e);
 // The sampling fields under llama-server's names (generation_settings and /props), order as `samplers`.
 Json sampling_json(const SamplingParams& s);
 Json usage_json(const FinishInfo& f);
@@ -54,6 +56,7 @@ struct StreamFormat {
     std::function<std::vector<Json>()> start;                        // sent before any token
     std::function<std::vector<Json>(const TaskEvent&)> delta;        // per delta event
     std::function<std::vector<Json>(const FinishInfo&)> done;        // at the end
+    std::function<Json(const TaskEvent&)> progress;                  // a prompt_progress event (may be unset)
     bool done_sentinel = true;                                       // "data: [DONE]" (OpenAI routes)
 };
 

@@ -201,6 +201,11 @@ StreamFormat chat_stream_format(ServerContext& ctx, const std::string& id, int64
         }
         return choice;
     };
+    fmt.progress = [&ctx, id, created](const TaskEvent& e) {
+        Json j = chat_chunk(ctx, id, created, Json::array());
+        j["prompt_progress"] = progress_json(e);
+        return j;
+    };
     const Json empty = {{"index", index}, {"finish_reason", nullptr}, {"delta", Json::object()}};
     fmt.delta = [&ctx, want_logprobs, id, created, ts, tool_chunk, empty](const TaskEvent& e) {
         std::vector<Json> out;

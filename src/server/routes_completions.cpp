@@ -50,6 +50,24 @@ Json native_final(const ServerContext& ctx, const Task& t, const TaskResult& r, 
     return j;
 }
 
+// llama-server's response_fields: only the listed paths of the result ("generation_settings/n_predict"),
+// each under its path as the key; paths that do not exist are left out.
+Json only_fields(Json j, const std::vector<std::string>& paths) {
+    if (paths.empty()) return j;
+    Json out = Json::object();
+    for (const std::string& path : paths) {
+        const Json* cur = &j;
+        for (size_t at = 0; cur && at <= path.size();) {
+            const size_t end = std::min(path.find('/', at), path.size());
+            const std::string key = path.substr(at, end - at);
+            cur = cur->is_object() && cur->contains(key) ? &(*cur)[key] : nullptr;
+            at = end + 1;
+        }
+        if (cur) out[path] = *cur;
+    }
+    return out;
+}
+
 // Native /completion. With n > 1 (n_cmpl) the body is an array of n results (stream: chunks carry their
 // "index"), as llama-server does for several completions.
 void handle_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -60,9 +78,10 @@ void handle_native(ServerContext& ctx, const httplib::Request& req, httplib::Res
     auto tasks = make_tasks(ctx, tokenize_prompt(body["prompt"], ctx.tokenizer()), g, n);
     if (!get_bool(body, "stream", false)) {
         std::vector<TaskResult> rs = run_tasks(ctx, req, tasks);
-        if (n == 1) return send_json(res, native_final(ctx, *tasks[0], rs[0], false, 0));
+        const auto result = [&](size_t i) { return only_fields(native_final(ctx, *tasks[i], rs[i], false, i), g.response_fields); };
+        if (n == 1) return send_json(res, result(0));
         Json all = Json::array();
-        for (size_t i = 0; i < rs.size(); i++) all.push_back(native_final(ctx, *tasks[i], rs[i], false, i));
+        for (size_t i = 0; i < rs.size(); i++) all.push_back(result(i));
         send_json(res, all);
         return;
     }
@@ -80,6 +99,10 @@ void handle_native(ServerContext& ctx, const httplib::Request& req, httplib::Res
             Json j = {{"index", i}, {"content", e.content}, {"tokens", ids}, {"stop", false}, {"id_slot", -1}};
             if (task->params.want_logprobs) j["completion_probabilities"] = native_probs(e.tokens, ctx.tokenizer());
             return std::vector<Json>{j};
+        };
+        fmt.progress = [i](const TaskEvent& e) {
+            return Json{{"index", i},     {"content", ""},   {"tokens", Json::array()},
+                        {"stop", false}, {"id_slot", -1}, {"prompt_progress", progress_json(e)}};
         };
         fmt.done = [&ctx, task, text, i](const FinishInfo& f) {
             TaskResult r;
@@ -145,6 +168,11 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
             Json choice = {{"text", e.content}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
             if (want_logprobs) choice["logprobs"] = oai_text_logprobs(ctx, e.tokens);
             return std::vector<Json>{oai_text_chunk(ctx, id, created, choice)};
+        };
+        fmt.progress = [&ctx, id, created](const TaskEvent& e) {
+            Json j = oai_text_chunk(ctx, id, created, Json::array());
+            j["prompt_progress"] = progress_json(e);
+            return j;
         };
         const bool usage_here = include_usage && n == 1;
         fmt.done = [&ctx, id, created, usage_here, i](const FinishInfo& f) {

@@ -352,6 +352,7 @@ void Scheduler::decode_step() {
         }
         for (int i = 0; i < s.step_rows; i++) s.cache.push_back(batch_.token[s.step_row0 + i]);
         if (s.state() == Slot::State::prefill) {
+            s.report_progress(now);
             if (s.prompt_left() > 0) continue;
             if (s.prompt_done(now)) continue;
         }

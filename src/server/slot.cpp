@@ -41,6 +41,8 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     spec_ = nullptr;
     generated_.clear();
     has_new_line_ = false;
+    at_line_start_ = false;
+    indent_pending_.clear();
     // drafts would bypass the grammar; post-sampling probabilities are read from the sampler row by row
     if (spec_slot_ && gp.spec.n_max != 0 && !gp.grammar && !gp.post_sampling_probs) {
         if (!gp.spec.types_given || gp.spec.types == spec_shared_->params().types) {
@@ -149,8 +151,14 @@ bool Slot::accept(int32_t id, bool forced, TokenInfo info, double now_ms) {
     const bool in_reasoning = output_->in_reasoning();
     if (in_reasoning && !forced) fin_.n_reasoning++;  // the injected close sequence is not reasoning
     std::string hit;
-    const std::string text = decoder_->push(id);
+    std::string text = decoder_->push(id);
     if (text.find('\n') != std::string::npos) has_new_line_ = true;
+    bool under_indented = false;
+    if (gp.n_indent > 0) {
+        std::string shown;
+        under_indented = !gate_indent(text, shown);
+        text = std::move(shown);
+    }
     TextDelta d = output_->feed(text, &hit);
     ev.content = std::move(d.content);
     ev.reasoning = std::move(d.reasoning);
@@ -161,6 +169,10 @@ bool Slot::accept(int32_t id, bool forced, TokenInfo info, double now_ms) {
         ev.finish.predicted_ms = now_ms - t_prompt_end_;
     }
     task_->channel->push(std::move(ev));
+    if (under_indented) {
+        finish(StopType::limit, now_ms);
+        return true;
+    }
     if (!hit.empty()) {
         fin_.stopping_word = hit;
         finish(StopType::word, now_ms);
@@ -206,7 +218,53 @@ void Slot::queue_close_reasoning() {
     for (int32_t t : tok_.encode(text, false, true)) forced_.push_back(t);
 }
 
+// llama.cpp's n_indent (code infill: stop where the generated block's indentation ends). Copies `text` to
+// `out`, holding back the spaces and tabs that open a line; the first other character of a line after
+// the first one releases them if there are at least n_indent, else returns false: the line is cut there
+// (its indentation is kept, as llama.cpp keeps it).
+bool Slot::gate_indent(const std::string& text, std::string& out) {
+    const int32_t need = task_->params.n_indent;
+    for (char c : text) {
+        if (at_line_start_) {
+            if (c == ' ' || c == '\t') {
+                indent_pending_ += c;
+                continue;
+            }
+            const bool enough = (int32_t)indent_pending_.size() >= need;
+            out += indent_pending_;
+            indent_pending_.clear();
+            at_line_start_ = false;
+            if (!enough) return false;
+        }
+        out += c;
+        if (c == '\n') at_line_start_ = true;
+    }
+    return true;
+}
+
+void Slot::report_progress(double now_ms) {
+    if (!task_->params.return_progress) return;
+    TaskEvent ev;
+    ev.has_progress = true;
+    ev.progress.total = (int32_t)task_->prompt.size();
+    ev.progress.cache = fin_.n_cached;
+    ev.progress.processed = (int32_t)cache.size();
+    ev.progress.time_ms = now_ms - t_start_;
+    task_->channel->push(std::move(ev));
+}
+
 void Slot::finish(StopType type, double now_ms) {
+    if (!indent_pending_.empty()) {  // a line's indentation that nothing followed
+        std::string hit;
+        TextDelta d = output_->feed(indent_pending_, &hit);
+        indent_pending_.clear();
+        if (!d.content.empty() || !d.reasoning.empty()) {
+            TaskEvent ev;
+            ev.content = std::move(d.content);
+            ev.reasoning = std::move(d.reasoning);
+            task_->channel->push(std::move(ev));
+        }
+    }
     TextDelta rest = output_->flush();
     if (type != StopType::word) {
         // The decoder may still hold an incomplete UTF-8 sequence; release it.

@@ -47,6 +47,8 @@ public:
     // Prompt tokens still to prefill.
     int32_t prompt_left() const { return (int32_t)task_->prompt.size() - (int32_t)cache.size(); }
     // Called once the whole prompt is in the cache; returns true if the task is already over (n_predict 0).
+    // Streams a prompt_progress event after a prompt chunk, if the request asked for them.
+    void report_progress(double now_ms);
     bool prompt_done(double now_ms);
     // The token sampled last, to be decoded next step at position cache.size().
     int32_t last_token() const { return last_; }
@@ -110,6 +112,11 @@ private:
     int32_t last_ = -1;
     int32_t n_predicted_ = 0;
     bool has_new_line_ = false;  // the generated text holds a newline (t_max_predict_ms)
+    // n_indent: at the start of a line after the first, its spaces and tabs wait here until the line's
+    // first other character shows whether it is indented enough.
+    bool at_line_start_ = false;
+    std::string indent_pending_;
+    bool gate_indent(const std::string& text, std::string& out);
     double t_start_ = 0, t_prompt_end_ = 0;
 
     // Speculation: the slot's own Speculator for the server's types, or one made for a request that

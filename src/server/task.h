@@ -32,6 +32,9 @@ struct GenParams {
     bool post_sampling_probs = false; // report probabilities after the sampler chain instead (never speculates)
     bool timings_per_token = false;   // every stream chunk carries the timings so far
     double t_max_predict_ms = 0;      // > 0: stop once generation has run this long and produced a newline
+    bool return_progress = false;     // stream prompt_progress chunks while the prompt is processed
+    int32_t n_indent = 0;             // > 0: stop at a line (after the first) indented less than this
+    std::vector<std::string> response_fields;  // non-empty: /completion returns only these paths ("a/b")
     bool cache_prompt = true;         // reuse the slot's cached prefix
     int32_t n_cache_reuse = 0;        // also reuse cached chunks of at least this many tokens (KV shift; 0: off)
     int32_t id_slot = -1;             // pin to a slot (-1: pick one)
@@ -100,6 +103,11 @@ struct TaskEvent {
     std::vector<TokenInfo> tokens;    // tokens generated in this step (ids always, logprobs if asked)
     FinishInfo finish;                // kind == done; a delta with has_timings: the timings so far
     bool has_timings = false;         // timings_per_token
+    bool has_progress = false;        // a prompt_progress event (return_progress); no text or tokens
+    struct Progress {
+        int32_t total = 0, cache = 0, processed = 0;
+        double time_ms = 0;
+    } progress;
     int http_status = 500;            // kind == error
     std::string error_type, error_message;
 };

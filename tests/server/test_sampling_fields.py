@@ -1,12 +1,12 @@
 # tests/server/test_sampling_fields: logit_bias in its OpenAI and llama.cpp forms changes greedy output as
 # asked (a ban, a forced token, a token given as text), bad values get a 400 naming the entry; the further
 # llama.cpp samplers (top_n_sigma, typical_p, xtc, dynatemp, min_keep, mirostat 1 and 2, DRY, the
-# `samplers` order) act; post_sampling_probs, timings_per_token and t_max_predict_ms work; a request
-# without a seed draws a fresh one; the options Bee does not implement (context shift, n_indent,
-# return_progress, lora) are refused when switched on (accepted when off).
+# `samplers` order) act; post_sampling_probs, timings_per_token, t_max_predict_ms, n_indent,
+# return_progress and response_fields work; a request without a seed draws a fresh one; the options Bee
+# does not implement (context shift, lora) are refused when switched on (accepted when off).
 import pytest
 
-from conftest import http
+from conftest import Server, http
 
 PROMPT = "The capital of France is"
 
@@ -59,8 +59,7 @@ def test_logit_bias_errors(server, bias, words):
 
 
 @pytest.mark.parametrize("field, on, off", [
-    ("n_keep", 10, 0), ("n_discard", 5, 0), ("n_indent", 4, 0), ("return_progress", True, False),
-    ("lora", [{"id": 0, "scale": 1.0}], []),
+    ("n_keep", 10, 0), ("n_discard", 5, 0), ("lora", [{"id": 0, "scale": 1.0}], []),
 ])
 def test_unimplemented_options_refused_when_on(server, field, on, off):
     code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 1, field: on})
@@ -190,3 +189,50 @@ def test_no_seed_draws_a_fresh_one(server):
     outs = [server.post("/completion", body)[2] for _ in range(3)]
     assert len({tuple(o["tokens"]) for o in outs}) > 1  # three draws of 16 tokens at temperature 1.5
     assert all(o["generation_settings"]["seed"] == 4294967295 for o in outs)
+
+
+def test_return_progress(server):
+    small_batches = Server("-c", "1024", "-np", "1", "-b", "64")  # a 300-token prompt takes 5 steps
+    try:
+        evs = stream_events(small_batches, "/completion", {"prompt": "word " * 300, "n_predict": 1,
+                                                           "return_progress": True})
+    finally:
+        small_batches.stop()
+    prog = [e["prompt_progress"] for e in evs if "prompt_progress" in e]
+    assert [p["processed"] for p in prog] == [64, 128, 192, 256, prog[-1]["total"]], prog
+    assert [p["processed"] for p in prog] == sorted(p["processed"] for p in prog)
+    assert prog[-1]["processed"] == prog[-1]["total"] and prog[0]["cache"] == 0
+    assert all(p["time_ms"] >= 0 for p in prog)
+    chat = stream_events(server, "/v1/chat/completions", {"messages": [{"role": "user", "content": "Hi"}],
+                                                          "max_tokens": 1, "return_progress": True})
+    assert any("prompt_progress" in e and e["choices"] == [] for e in chat)
+    plain = stream_events(server, "/completion", {"prompt": "Hi", "n_predict": 1})
+    assert all("prompt_progress" not in e for e in plain)
+
+
+CODE = "def f(x):\n    if x:\n        return 1\n"
+
+
+def test_n_indent(server):
+    def run(**extra):
+        code, _, j = server.post("/completion", {"prompt": CODE, "n_predict": 40, "temperature": 0,
+                                                 "cache_prompt": False, **extra})
+        assert code == 200, j
+        return j
+    plain = run()["content"]
+    first_nl = plain.index("\n")
+    line2 = plain[first_nl + 1:].split("\n")[0]
+    assert len(line2) - len(line2.lstrip(" \t")) < 4  # greedy leaves the indented block
+    cut = run(n_indent=4)
+    assert cut["stop_type"] == "limit" and cut["tokens_predicted"] < 40
+    assert plain.startswith(cut["content"]) and cut["content"] == plain[:first_nl + 1 + len(line2) - len(line2.lstrip(" \t"))]
+    streamed = stream_events(server, "/completion", {"prompt": CODE, "n_predict": 40, "temperature": 0, "n_indent": 4})
+    assert "".join(e["content"] for e in streamed) == cut["content"]
+
+
+def test_response_fields(server):
+    code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 2, "response_fields":
+                                             ["content", "generation_settings/n_predict", "no/such"]})
+    assert code == 200 and set(j) == {"content", "generation_settings/n_predict"} and j["generation_settings/n_predict"] == 2
+    code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 1, "response_fields": "content"})
+    assert code == 400 and "response_fields" in j["error"]["message"]
