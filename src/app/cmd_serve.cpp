@@ -27,7 +27,7 @@ struct ServeOptions {
     int32_t cache_ram_mib = 8192;
     int32_t ctx_checkpoints = 32;
     bool kv_unified = false, no_kv_unified = false, no_slots = false, no_cache_prompt = false;
-    bool jinja = false, no_jinja = false, cont_batching = false, no_cont_batching = false;
+    bool jinja = false, no_jinja = false, cont_batching = false, no_cont_batching = false, no_context_shift = false;
     std::string api_key, api_key_file, chat_template, chat_template_file, chat_template_kwargs;
     std::string reasoning_format = "auto", loop_guard = "force-close";
 };
@@ -74,6 +74,10 @@ void add_slot_options(ArgParser& p, ServeOptions& o) {
     p.flag("--no-cache-prompt", &o.no_cache_prompt, "do not reuse cached prompt prefixes by default");
     p.i32("--cache-reuse", &o.srv.n_cache_reuse,
           "also reuse cached chunks of at least N tokens found later in the prompt (KV shift; 0: off) [0]", 0, INT32_MAX);
+    p.flag("--context-shift", &o.srv.sched.context_shift,
+           "a slot that fills its context drops tokens after the request's n_keep (n_discard of them, default half "
+           "the rest) and goes on, instead of stopping with truncated: true [off]");
+    p.flag("--no-context-shift", &o.no_context_shift, "the default: a full slot stops");
     p.i32("-cram,--cache-ram", &o.cache_ram_mib, "host-RAM prompt cache in MiB (0: off, -1: no limit) [8192]", -1, INT32_MAX);
     p.i32("-ctxcp,--ctx-checkpoints,--swa-checkpoints", &o.ctx_checkpoints,
           "accepted for llama-server compatibility; not needed: Bee keeps every KV cell (see docs) [32]", 0, INT32_MAX);
@@ -117,6 +121,7 @@ void finish_options(ServeOptions& o) {
     if (o.no_jinja) fail("--no-jinja is not supported: Bee renders every chat template with its Jinja interpreter");
     s.slots = !o.no_slots;
     s.cache_prompt = !o.no_cache_prompt;
+    if (o.no_context_shift) s.sched.context_shift = false;
     s.sched.n_parallel = o.n_parallel < 0 ? 4 : o.n_parallel;
     s.sched.kv_unified = o.kv_unified || (o.n_parallel < 0 && !o.no_kv_unified);
     s.sched.n_batch = o.model.n_batch;

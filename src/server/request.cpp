@@ -47,15 +47,6 @@ void refuse_unsupported(const Json& body, Api api) {
         for (const char* key : {"best_of", "suffix"})
             if (body.contains(key) && !body[key].is_null()) bad_request("Unsupported param: %s", key);
     }
-    // Context shift (n_keep / n_discard) is not implemented: accepted at 0 only.
-    for (const char* key : {"n_keep", "n_discard"}) {
-        auto it = body.find(key);
-        if (it == body.end() || it->is_null()) continue;
-        if (!it->is_number()) bad_request("'%s' must be a number", key);
-        if (it->get<double>() != 0)
-            bad_request("'%s' is %g, but Bee has no context shift: remove the field or set it to 0", key,
-                        it->get<double>());
-    }
     auto it = body.find("lora");
     if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
         bad_request("'lora' is not supported by Bee (no LoRA adapters); remove the field");
@@ -332,6 +323,8 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     g.timings_per_token = get_bool(body, "timings_per_token", false);
     g.t_max_predict_ms = get_number(body, "t_max_predict_ms", 0);
     g.return_progress = get_bool(body, "return_progress", false);
+    g.n_keep = (int32_t)get_int(body, "n_keep", 0, -1, INT32_MAX);
+    g.n_discard = (int32_t)get_int(body, "n_discard", 0, 0, INT32_MAX);
     g.n_indent = (int32_t)get_int(body, "n_indent", 0, 0, INT32_MAX);
     if (auto rf = body.find("response_fields"); rf != body.end() && !rf->is_null()) {
         if (!rf->is_array()) bad_request("'response_fields' must be an array of field paths such as \"content\"");

@@ -20,8 +20,10 @@ Scheduler::Scheduler(Engine& engine, const SchedulerParams& params) : eng_(engin
              params_.n_parallel, n_ctx_slot_);
     const int32_t n_vocab = engine.model().hparams().n_vocab;
     if (params_.spec.enabled()) spec_ = std::make_unique<SpecShared>(params_.spec, engine.model());
-    for (int i = 0; i < params_.n_parallel; i++)
+    for (int i = 0; i < params_.n_parallel; i++) {
         slots_.emplace_back(i, engine.model().tokenizer(), n_vocab, spec_.get());
+        slots_.back().context_shift = params_.context_shift;
+    }
     for (Slot& s : slots_) s.on_finish = [this](const FinishInfo& f) { on_finished(f); };
     if (params_.cache_ram_bytes > 0) ram_ = std::make_unique<PromptCacheRam>(params_.cache_ram_bytes);
     publish();
@@ -244,6 +246,28 @@ void Scheduler::make_room(int rows_needed) {
     }
 }
 
+// --context-shift (llama.cpp's): a generating slot whose context is full keeps its first n_keep tokens
+// (after BOS; -1: the whole prompt), drops the next n_discard (0: half of the rest) and moves the rest
+// down (the engine re-rotates their keys at the next decode). False if nothing can be dropped.
+bool Scheduler::shift_context(Slot& s) {
+    const GenParams& g = s.task()->params;
+    const Tokenizer& tok = eng_.model().tokenizer();
+    const int32_t n_past = (int32_t)s.cache.size();
+    const int32_t bos = !s.cache.empty() && tok.bos() >= 0 && s.cache[0] == tok.bos() ? 1 : 0;
+    const int32_t keep = std::min(g.n_keep < 0 ? (int32_t)s.task()->prompt.size() : g.n_keep + bos, n_past);
+    const int32_t n_left = n_past - keep;
+    const int32_t n_discard = g.n_discard > 0 ? std::min(g.n_discard, n_left) : n_left / 2;
+    if (n_discard <= 0) return false;
+    KvCache& kv = eng_.kv();
+    kv.seq_rm(s.id(), keep, keep + n_discard);
+    kv.seq_shift(s.id(), keep + n_discard, n_past, -n_discard);
+    s.cache.erase(s.cache.begin() + keep, s.cache.begin() + keep + n_discard);
+    s.context_shifted();
+    BEE_LOG_DEBUG("slot %d: context shift: kept %d, dropped %d, moved %d tokens", s.id(), keep, n_discard,
+                  n_left - n_discard);
+    return true;
+}
+
 // Appends a row. Once a tree draft has switched the batch to explicit parents, a row's parent is the
 // previous row of its sequence (-1: its first row in this batch).
 static void add_row(Batch& b, int32_t token, int32_t pos, int32_t seq, bool logits) {
@@ -263,6 +287,15 @@ bool Scheduler::build_batch() {
         s.step_rows = 0;
         if (s.state() == Slot::State::generate) gen.push_back(&s);
         if (s.state() == Slot::State::prefill) pre.push_back(&s);
+    }
+    // A full slot is still generating only with --context-shift: make room in it, or end it.
+    for (size_t i = 0; i < gen.size();) {
+        if ((int32_t)gen[i]->cache.size() < n_ctx_slot_ || shift_context(*gen[i])) {
+            i++;
+            continue;
+        }
+        gen[i]->end_context_full(time_ms());
+        gen.erase(gen.begin() + (std::ptrdiff_t)i);
     }
     int free_cells = eng_.kv().n_cells();
     if (params_.kv_unified) {

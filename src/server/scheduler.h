@@ -27,6 +27,7 @@ struct SchedulerParams {
     float slot_prompt_similarity = 0.10f;  // min cached-prefix share of the prompt to prefer a slot
     size_t cache_ram_bytes = 0;     // --cache-ram: host-RAM prompt cache size (0: off)
     SpecParams spec;                // --spec-*: speculative decoding for every slot (types empty: off)
+    bool context_shift = false;     // --context-shift: a full slot drops tokens after n_keep instead of ending
 };
 
 // Counters for /metrics (llama.cpp names in server/routes_metrics.cpp).
@@ -84,6 +85,7 @@ private:
     size_t reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size_t n_past, int32_t min_chunk);
     bool build_batch();
     void make_room(int rows_needed);
+    bool shift_context(Slot& s);
     void decode_step();
     void on_finished(const FinishInfo& f);  // a slot's task ended (Slot::on_finish)
     void publish();

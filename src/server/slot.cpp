@@ -128,12 +128,22 @@ bool Slot::sample(const float* logits, int32_t n_ctx_slot, double now_ms) {
     last_ = id;
     if (accept(id, forced, token_info(logits, id, forced), now_ms)) return true;
     // The sampled token needs a cell of its own at position cache.size() when it is decoded.
-    if ((int32_t)cache.size() >= n_ctx_slot) {
-        fin_.truncated = true;
-        finish(StopType::limit, now_ms);
+    if ((int32_t)cache.size() >= n_ctx_slot && !context_shift) {
+        end_context_full(now_ms);
         return true;
     }
     return false;
+}
+
+void Slot::end_context_full(double now_ms) {
+    fin_.truncated = true;
+    finish(StopType::limit, now_ms);
+}
+
+// The cache lost tokens from its middle: drafters that index positions start over from what is left.
+void Slot::context_shifted() {
+    fin_.truncated = true;
+    if (spec_) spec_->begin(cache);
 }
 
 // Emits one token's text and applies every stop condition; returns true if the task ended.

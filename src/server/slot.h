@@ -78,6 +78,12 @@ public:
     // if each had been sampled alone — tokens after a stop, n_predict, a full context or a forced
     // token are dropped and their cells removed. Returns true if the generation ended.
     bool verify_draft(const Batch& b, const DecodeOutput& out, KvCache& kv, int32_t n_ctx_slot, double now_ms);
+    // --context-shift: with it a slot that fills its context keeps generating (the scheduler drops tokens
+    // from its cache, then calls context_shifted()); without it, or when nothing can be dropped, the slot
+    // ends with truncated: true (end_context_full).
+    bool context_shift = false;
+    void context_shifted();
+    void end_context_full(double now_ms);
     // The speculative types this slot's current task uses (empty: none).
     std::vector<std::string> spec_types() const;
 

@@ -56,9 +56,8 @@ bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, KvCache& kv, in
         const int32_t t_pos = pos + 1 + (int32_t)i;  // t's position once decoded
         last_ = t;
         bool ended = accept(t, false, token_info(out.logits_for_row(row), t), now_ms);
-        if (!ended && t_pos >= n_ctx_slot) {  // as sample(): t would need a cell past the slot's context
-            fin_.truncated = true;
-            finish(StopType::limit, now_ms);
+        if (!ended && t_pos >= n_ctx_slot && !context_shift) {  // as sample(): t would need a cell past the context
+            end_context_full(now_ms);
             ended = true;
         }
         if (ended || !forced_.empty()) {

@@ -35,6 +35,8 @@ struct GenParams {
     bool return_progress = false;     // stream prompt_progress chunks while the prompt is processed
     int32_t n_indent = 0;             // > 0: stop at a line (after the first) indented less than this
     std::vector<std::string> response_fields;  // non-empty: /completion returns only these paths ("a/b")
+    int32_t n_keep = 0;               // --context-shift: tokens kept at the start (after BOS; -1: the prompt)
+    int32_t n_discard = 0;            // --context-shift: tokens dropped after them (0: half of the rest)
     bool cache_prompt = true;         // reuse the slot's cached prefix
     int32_t n_cache_reuse = 0;        // also reuse cached chunks of at least this many tokens (KV shift; 0: off)
     int32_t id_slot = -1;             // pin to a slot (-1: pick one)
