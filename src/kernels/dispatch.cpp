@@ -35,6 +35,7 @@ QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type) {
 
 const GemmKernel* gemm_kernel_for(GgmlType t, WeightLayout layout) {
     if (cpu_isa() >= Isa::avx512) return avx512::gemm_kernel(t, layout);
+    if (cpu_isa() >= Isa::avx2) return avx2::gemm_kernel(t, layout);
     return nullptr;
 }
 

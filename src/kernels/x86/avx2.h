@@ -1,6 +1,11 @@
 // kernels/x86/avx2: AVX2+FMA+F16C fast paths. Only called when cpu_isa() >= Isa::avx2.
 #pragma once
+#include "kernels/repack.h"
 #include "quant/quant.h"
+
+namespace bee {
+struct GemmKernel;
+}
 
 namespace bee::avx2 {
 
@@ -10,5 +15,8 @@ VecDotFn vec_dot(GgmlType wtype);
 // Must produce exactly the bytes of the reference quantizer (batch invariance across ISA is not
 // required, but within one ISA results must not depend on batch shape).
 QuantizeRowFn quantize_activation(GgmlType vec_dot_type);
+// AVX2 tile kernel for weight type `wtype` stored in `layout` (the 32-element types: both layouts, giving
+// the same bits), or nullptr (matmul then calls vec_dot per output).
+const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout);
 
 }  // namespace bee::avx2

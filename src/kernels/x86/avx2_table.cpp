@@ -1,5 +1,6 @@
 // kernels/x86/avx2_table: which AVX2 kernel serves each type. Compiled without AVX2 flags: it only hands
 // out function pointers, which callers use after checking cpu_isa() >= Isa::avx2.
+#include "kernels/gemm.h"
 #include "kernels/x86/avx2.h"
 
 namespace bee::avx2 {
@@ -19,6 +20,9 @@ void vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a, float* out);
 void vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a, float* out);
 void vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a, float* out);
 void vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a, float* out);
+// gemm_rows16_avx2.cpp (both layouts)
+extern const GemmKernel kGemmQ4_0, kGemmQ4_1, kGemmQ5_0, kGemmQ5_1, kGemmQ8_0;
+extern const GemmKernel kGemmRows16Q4_0, kGemmRows16Q4_1, kGemmRows16Q5_0, kGemmRows16Q5_1, kGemmRows16Q8_0;
 // quantize_avx2.cpp
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_1(const float* src, void* dst, int64_t n);
@@ -48,6 +52,18 @@ QuantizeRowFn quantize_activation(GgmlType vec_dot_type) {
         case GgmlType::Q8_0: return quantize_row_q8_0;
         case GgmlType::Q8_1: return quantize_row_q8_1;
         case GgmlType::Q8_K: return quantize_row_q8_K;
+        default: return nullptr;
+    }
+}
+
+const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout) {
+    const bool packed = layout == WeightLayout::rows16;
+    switch (wtype) {
+        case GgmlType::Q4_0: return packed ? &kGemmRows16Q4_0 : &kGemmQ4_0;
+        case GgmlType::Q4_1: return packed ? &kGemmRows16Q4_1 : &kGemmQ4_1;
+        case GgmlType::Q5_0: return packed ? &kGemmRows16Q5_0 : &kGemmQ5_0;
+        case GgmlType::Q5_1: return packed ? &kGemmRows16Q5_1 : &kGemmQ5_1;
+        case GgmlType::Q8_0: return packed ? &kGemmRows16Q8_0 : &kGemmQ8_0;
         default: return nullptr;
     }
 }

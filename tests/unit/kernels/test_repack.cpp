@@ -1,7 +1,8 @@
 // tests/unit/kernels/test_repack: load-time weight repacking (kernels/repack.h). A repacked matrix unpacks
 // back to the exact GGUF bytes, and matmul on it gives bit for bit what matmul on the GGUF copy gives, on
 // every ISA (the ones without a repacked tile unpack rows on the fly), every tile shape, batch size and
-// thread count.
+// thread count. The AVX2 tiles of the 32-element types (8 rows: half a rows16 group) give the AVX-512
+// tiles' bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,6 +69,14 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t n_out, int64_t n_in, uint3
 
 bool have_repacking() { return cpu_isa_max() >= Isa::avx512; }
 
+// The ISAs with a tile for type t on this machine (the rows16 layout is the same for all of them).
+std::vector<Isa> tile_isas(GgmlType t) {
+    std::vector<Isa> v;
+    if (cpu_isa_max() >= Isa::avx512) v.push_back(Isa::avx512);
+    if (cpu_isa_max() >= Isa::avx2 && !is_k(t)) v.push_back(Isa::avx2);
+    return v;
+}
+
 RepackedWeight repack_on_avx512(GgmlType t, const std::vector<uint8_t>& w, int64_t n_out, int64_t n_in) {
     IsaScope scope(Isa::avx512);
     return repack_weight(t, w.data(), n_out, n_in);
@@ -126,60 +135,92 @@ TEST(Repack, MatmulEqualsGgufLayoutBitForBit) {
                 }
 }
 
-// Every tile shape of a rows16 tile (1-16 rows × 1-8 tokens, at the start of a group) gives each output
-// exactly what the GGUF-layout 1 × 1 tile gives it.
+// Every tile shape of a rows16 tile (1-R rows × 1-C tokens) at the start of a tile other than the first —
+// for the 8-row AVX2 tiles also a second half of a group — gives each output exactly what the GGUF-layout
+// 1 × 1 tile gives it, on every ISA with tiles.
 TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
-    if (!have_repacking()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing is repacked";
-    IsaScope scope(Isa::avx512);
+    int checked = 0;
     for (GgmlType t : kRepackTypes)
-        for (int64_t n : lengths(t, {32, 160})) {
-            const GemmKernel* packed = gemm_kernel_for(t, WeightLayout::rows16);
-            const GemmKernel* plain = gemm_kernel_for(t);
-            ASSERT_TRUE(packed && plain && packed->locate);
-            const int R = packed->max_rows, C = packed->max_cols;
-            const int64_t n_out = 2 * R;  // the tile of group 1 is checked: locate must find it
-            const std::vector<uint8_t> w = make_weights(t, n_out, n, 70 + (uint32_t)n, false);
-            const RepackedWeight r = repack_weight(t, w.data(), n_out, n);
-            const std::vector<float> x = random_floats(C * n, 12 + (uint32_t)n, -2, 2);
-            const size_t w_row = ggml_row_size(t, n), a_row = packed->prepared_row_bytes(n);
-            std::vector<uint8_t> q(ggml_row_size(packed->act_type, n)), a_buf(a_row * C + 64);
-            uint8_t* a = (uint8_t*)(((uintptr_t)a_buf.data() + 63) & ~(uintptr_t)63);
-            for (int c = 0; c < C; c++) {
-                quant_traits(packed->act_type)->quantize_row(x.data() + c * n, q.data(), n);
-                packed->prepare(q.data(), a + c * a_row, n);
-            }
-            std::vector<float> one(R * C);  // (C, R): rows R..2R-1 one by one, GGUF layout
-            for (int c = 0; c < C; c++)
-                for (int o = 0; o < R; o++)
-                    plain->tile(n, w.data() + (R + o) * w_row, w_row, a + c * a_row, a_row, 1, 1, &one[c * R + o], R);
-            const uint8_t* wt;
-            size_t ws;
-            packed->locate(r.data.get(), n_out, n, R, &wt, &ws);
-            for (int nr = 1; nr <= R; nr++)
-                for (int nc = 1; nc <= C; nc++) {
-                    std::vector<float> y(R * C, NAN);
-                    packed->tile(n, wt, ws, a, a_row, nr, nc, y.data(), R);
-                    for (int c = 0; c < C; c++)
-                        for (int o = 0; o < R; o++) {
-                            if (c < nc && o < nr) {
-                                ASSERT_EQ(0, memcmp(&y[c * R + o], &one[c * R + o], 4))
-                                    << ggml_type_name(t) << " n=" << n << " tile " << nr << "x" << nc << " o=" << o
-                                    << " c=" << c;
-                            } else {
-                                ASSERT_TRUE(std::isnan(y[c * R + o])) << "tile wrote outside " << nr << "x" << nc;
-                            }
-                        }
+        for (Isa isa : tile_isas(t))
+            for (int64_t n : lengths(t, {32, 160})) {
+                IsaScope scope(isa);
+                const GemmKernel* packed = gemm_kernel_for(t, WeightLayout::rows16);
+                const GemmKernel* plain = gemm_kernel_for(t);
+                ASSERT_TRUE(packed && plain && packed->locate) << isa_name(isa);
+                const int R = packed->max_rows, C = packed->max_cols;
+                const int64_t n_out = 32;  // tiles at rows R and 3R: group 1, or (R = 8) the second halves of groups 0 and 1
+                const std::vector<uint8_t> w = make_weights(t, n_out, n, 70 + (uint32_t)n, false);
+                const RepackedWeight r = repack_weight(t, w.data(), n_out, n);
+                const std::vector<float> x = random_floats(C * n, 12 + (uint32_t)n, -2, 2);
+                const size_t w_row = ggml_row_size(t, n), a_row = packed->prepared_row_bytes(n);
+                std::vector<uint8_t> q(ggml_row_size(packed->act_type, n)), a_buf(a_row * C + 64);
+                uint8_t* a = (uint8_t*)(((uintptr_t)a_buf.data() + 63) & ~(uintptr_t)63);
+                for (int c = 0; c < C; c++) {
+                    quant_traits(packed->act_type)->quantize_row(x.data() + c * n, q.data(), n);
+                    packed->prepare(q.data(), a + c * a_row, n);
                 }
+                for (const int64_t o0 : {(int64_t)R, (int64_t)3 * R}) {
+                    if (o0 + R > n_out) continue;
+                    std::vector<float> one(R * C);  // (C, R): rows o0.. one by one, GGUF layout
+                    for (int c = 0; c < C; c++)
+                        for (int o = 0; o < R; o++)
+                            plain->tile(n, w.data() + (o0 + o) * w_row, w_row, a + c * a_row, a_row, 1, 1, &one[c * R + o], R);
+                    const uint8_t* wt;
+                    size_t ws;
+                    packed->locate(r.data.get(), n_out, n, o0, &wt, &ws);
+                    for (int nr = 1; nr <= R; nr++)
+                        for (int nc = 1; nc <= C; nc++) {
+                            std::vector<float> y(R * C, NAN);
+                            packed->tile(n, wt, ws, a, a_row, nr, nc, y.data(), R);
+                            for (int c = 0; c < C; c++)
+                                for (int o = 0; o < R; o++) {
+                                    if (c < nc && o < nr) {
+                                        ASSERT_EQ(0, memcmp(&y[c * R + o], &one[c * R + o], 4))
+                                            << ggml_type_name(t) << " " << isa_name(isa) << " n=" << n << " rows " << o0
+                                            << " tile " << nr << "x" << nc << " o=" << o << " c=" << c;
+                                    } else {
+                                        ASSERT_TRUE(std::isnan(y[c * R + o])) << "tile wrote outside " << nr << "x" << nc;
+                                    }
+                                }
+                        }
+                    checked++;
+                }
+            }
+    if (checked == 0) GTEST_SKIP() << "no AVX2 on this CPU: no tiles";
+}
+
+// An AVX2 tile and an AVX-512 tile give every output the same bits (same exact integer block sums, same
+// float operations per lane): matmul on both ISAs, repacked weights, ragged shapes.
+TEST(Repack, Avx2TilesEqualAvx512Tiles) {
+    if (!have_repacking()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing to compare the AVX2 tiles with";
+    ThreadPool pool(2);
+    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0})
+        for (bool raw : {false, true}) {
+            const int64_t n_out = 45, n_in = 288, n_tok = 7;
+            const std::vector<uint8_t> w = make_weights(t, n_out, n_in, 90 + raw, raw);
+            const RepackedWeight r = repack_on_avx512(t, w, n_out, n_in);
+            const std::vector<float> x = random_floats(n_tok * n_in, 31, -3, 3);
+            std::vector<float> y512(n_tok * n_out), y2(n_tok * n_out);
+            {
+                IsaScope scope(Isa::avx512);
+                matmul(pool, t, r.data.get(), n_out, n_in, x.data(), n_tok, y512.data(), r.layout);
+            }
+            {
+                IsaScope scope(Isa::avx2);
+                ASSERT_NE(gemm_kernel_for(t, WeightLayout::rows16), nullptr);
+                matmul(pool, t, r.data.get(), n_out, n_in, x.data(), n_tok, y2.data(), r.layout);
+            }
+            ASSERT_EQ(0, memcmp(y512.data(), y2.data(), y2.size() * 4)) << ggml_type_name(t) << " raw=" << raw;
         }
 }
 
-// The active ISA decides: AVX-512 repacks Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and the K-quants Q2_K-Q6_K into rows16 (and has their tiles), the
-// others keep GGUF rows.
+// The active ISA decides: AVX-512 repacks Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and the K-quants Q2_K-Q6_K into rows16
+// (and has their tiles), AVX2 the 32-element types only, scalar nothing.
 TEST(Repack, PreferredLayoutFollowsTheIsa) {
     for (Isa isa : all_isas()) {
         IsaScope scope(isa);
         for (GgmlType t : kRepackTypes) {
-            const bool packs = isa >= Isa::avx512;
+            const bool packs = isa >= Isa::avx512 || (isa >= Isa::avx2 && !is_k(t));
             EXPECT_EQ(preferred_layout(t), packs ? WeightLayout::rows16 : WeightLayout::gguf) << isa_name(isa);
             EXPECT_EQ(gemm_kernel_for(t, WeightLayout::rows16) != nullptr, packs) << isa_name(isa);
             const std::vector<uint8_t> w = make_weights(t, 4, is_k(t) ? 256 : 64, 1, false);

@@ -1,5 +1,6 @@
-// tests/unit/model/test_repacked_model: a model whose weights were repacked at load (kernels/repack.h,
-// AVX-512 only) computes exactly what the same model read in the GGUF layout computes — on the path
+// tests/unit/model/test_repacked_model: a model whose weights were repacked at load (kernels/repack.h;
+// AVX-512, and AVX2 for the 32-element types) computes exactly what the same model read in the GGUF
+// layout computes — on the path
 // that reads the repacked tiles and on every other ISA, which unpacks rows back. The tiny models of the
 // other tests are cached from a scalar load and so never repacked; here each model is loaded twice.
 #include <gtest/gtest.h>
@@ -17,11 +18,14 @@ namespace {
 class RepackedModel : public ::testing::TestWithParam<GgmlType> {};
 
 TEST_P(RepackedModel, SameLogitsAsTheGgufLayoutOnEveryIsa) {
-    if (cpu_isa_max() < Isa::avx512) GTEST_SKIP() << "repacking is only done for the AVX-512 tiles";
     TinyConfig cfg = tiny_config("llama_tied");  // tied head: the output matrix is repacked apart from token_embd
     cfg.wtype = GetParam();
+    const bool k_quant = ggml_type_info(cfg.wtype).block_size == 256;
+    const Isa pack_isa = cpu_isa_max() >= Isa::avx512 ? Isa::avx512 : Isa::avx2;
+    if (cpu_isa_max() < Isa::avx2 || (pack_isa == Isa::avx2 && k_quant))
+        GTEST_SKIP() << "no tile for " << ggml_type_name(cfg.wtype) << " on this CPU: nothing is repacked";
     cfg.n_ff = 96;  // 3 blocks of 32 per ffn_down row: an odd block count leaves a half-empty pair
-    if (ggml_type_info(cfg.wtype).block_size == 256) {  // K-quants: every input length a whole super-block
+    if (k_quant) {  // K-quants: every input length a whole super-block
         cfg.n_embd = 256;
         cfg.head_dim = 64;  // 4 heads: attn_output's input is 256 too
         cfg.n_ff = 768;     // 3 super-blocks per ffn_down row
@@ -35,7 +39,7 @@ TEST_P(RepackedModel, SameLogitsAsTheGgufLayoutOnEveryIsa) {
         plain = Model::load(path);
     }
     {
-        IsaScope scope(Isa::avx512);
+        IsaScope scope(pack_isa);
         packed = Model::load(path);
     }
     ASSERT_TRUE(plain->weights().repacked.empty());
