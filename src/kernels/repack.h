@@ -1,5 +1,5 @@
 // kernels/repack: load-time weight repacking into the layout of the tile kernels (kernels/gemm.h; AVX-512, and
-// AVX2 for the 32-element types, whose 8-row tiles read half of each 64-byte vector).
+// AVX2, whose 8-row tiles read half of each 64-byte vector).
 // A weight matrix is normally read as the GGUF file stores it (WeightLayout::gguf): one row after the
 // other, each block with its own fp16 scale. A tile kernel on that layout spends most of its time
 // rearranging every block it loads, and reduces each output across the lanes of a register. Repacking
@@ -63,7 +63,7 @@ struct RepackedWeight {
 };
 
 // The layout the active ISA's matmul reads fastest for weight type t: rows16 where the ISA has a rows16
-// tile (AVX-512: the 32-element types and the K-quants; AVX2: the 32-element types), else gguf. BEE_REPACK=0 in the environment keeps every weight in the GGUF layout (for
+// tile (AVX-512 and AVX2: the 32-element types and the K-quants), else gguf. BEE_REPACK=0 in the environment keeps every weight in the GGUF layout (for
 // side-by-side benchmarks).
 WeightLayout preferred_layout(GgmlType t);
 

@@ -23,6 +23,9 @@ void vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a, float* out);
 // gemm_rows16_avx2.cpp (both layouts)
 extern const GemmKernel kGemmQ4_0, kGemmQ4_1, kGemmQ5_0, kGemmQ5_1, kGemmQ8_0;
 extern const GemmKernel kGemmRows16Q4_0, kGemmRows16Q4_1, kGemmRows16Q5_0, kGemmRows16Q5_1, kGemmRows16Q8_0;
+// gemm_rows16_k_avx2.cpp (both layouts)
+extern const GemmKernel kGemmQ2_K, kGemmQ3_K, kGemmQ4_K, kGemmQ5_K, kGemmQ6_K;
+extern const GemmKernel kGemmRows16Q2_K, kGemmRows16Q3_K, kGemmRows16Q4_K, kGemmRows16Q5_K, kGemmRows16Q6_K;
 // quantize_avx2.cpp
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_1(const float* src, void* dst, int64_t n);
@@ -64,6 +67,11 @@ const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout) {
         case GgmlType::Q5_0: return packed ? &kGemmRows16Q5_0 : &kGemmQ5_0;
         case GgmlType::Q5_1: return packed ? &kGemmRows16Q5_1 : &kGemmQ5_1;
         case GgmlType::Q8_0: return packed ? &kGemmRows16Q8_0 : &kGemmQ8_0;
+        case GgmlType::Q2_K: return packed ? &kGemmRows16Q2_K : &kGemmQ2_K;
+        case GgmlType::Q3_K: return packed ? &kGemmRows16Q3_K : &kGemmQ3_K;
+        case GgmlType::Q4_K: return packed ? &kGemmRows16Q4_K : &kGemmQ4_K;
+        case GgmlType::Q5_K: return packed ? &kGemmRows16Q5_K : &kGemmQ5_K;
+        case GgmlType::Q6_K: return packed ? &kGemmRows16Q6_K : &kGemmQ6_K;
         default: return nullptr;
     }
 }

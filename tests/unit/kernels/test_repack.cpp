@@ -1,8 +1,7 @@
 // tests/unit/kernels/test_repack: load-time weight repacking (kernels/repack.h). A repacked matrix unpacks
 // back to the exact GGUF bytes, and matmul on it gives bit for bit what matmul on the GGUF copy gives, on
 // every ISA (the ones without a repacked tile unpack rows on the fly), every tile shape, batch size and
-// thread count. The AVX2 tiles of the 32-element types (8 rows: half a rows16 group) give the AVX-512
-// tiles' bits.
+// thread count. The AVX2 tiles (8 rows: half a rows16 group) give the AVX-512 tiles' bits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -69,11 +68,11 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t n_out, int64_t n_in, uint3
 
 bool have_repacking() { return cpu_isa_max() >= Isa::avx512; }
 
-// The ISAs with a tile for type t on this machine (the rows16 layout is the same for all of them).
-std::vector<Isa> tile_isas(GgmlType t) {
+// The ISAs with tiles on this machine (the rows16 layout is the same for all of them).
+std::vector<Isa> tile_isas() {
     std::vector<Isa> v;
     if (cpu_isa_max() >= Isa::avx512) v.push_back(Isa::avx512);
-    if (cpu_isa_max() >= Isa::avx2 && !is_k(t)) v.push_back(Isa::avx2);
+    if (cpu_isa_max() >= Isa::avx2) v.push_back(Isa::avx2);
     return v;
 }
 
@@ -141,7 +140,7 @@ TEST(Repack, MatmulEqualsGgufLayoutBitForBit) {
 TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
     int checked = 0;
     for (GgmlType t : kRepackTypes)
-        for (Isa isa : tile_isas(t))
+        for (Isa isa : tile_isas())
             for (int64_t n : lengths(t, {32, 160})) {
                 IsaScope scope(isa);
                 const GemmKernel* packed = gemm_kernel_for(t, WeightLayout::rows16);
@@ -194,9 +193,9 @@ TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
 TEST(Repack, Avx2TilesEqualAvx512Tiles) {
     if (!have_repacking()) GTEST_SKIP() << "no AVX-512 on this CPU: nothing to compare the AVX2 tiles with";
     ThreadPool pool(2);
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0})
+    for (GgmlType t : kRepackTypes)
         for (bool raw : {false, true}) {
-            const int64_t n_out = 45, n_in = 288, n_tok = 7;
+            const int64_t n_out = 45, n_in = is_k(t) ? 512 : 288, n_tok = 7;
             const std::vector<uint8_t> w = make_weights(t, n_out, n_in, 90 + raw, raw);
             const RepackedWeight r = repack_on_avx512(t, w, n_out, n_in);
             const std::vector<float> x = random_floats(n_tok * n_in, 31, -3, 3);
@@ -214,13 +213,47 @@ TEST(Repack, Avx2TilesEqualAvx512Tiles) {
         }
 }
 
-// The active ISA decides: AVX-512 repacks Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and the K-quants Q2_K-Q6_K into rows16
-// (and has their tiles), AVX2 the 32-element types only, scalar nothing.
+// The s16 sums of the AVX2 tiles must not saturate: every weight code at its largest (all quant bits set,
+// or Q8_0's -128 and 127) against activations that all quantize to the same extreme (+127, or Q8_K's
+// -128), so no product cancels another: the tiles agree with the scalar reference.
+TEST(Repack, Avx2TilesDoNotSaturate) {
+    if (cpu_isa_max() < Isa::avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+    ThreadPool pool(1);
+    for (GgmlType t : kRepackTypes)
+        for (uint8_t fill : {(uint8_t)0xFF, (uint8_t)0x80, (uint8_t)0x7F})
+            for (float sign : {1.0f, -1.0f}) {
+                const int64_t n_out = 16, n_in = is_k(t) ? 512 : 256, n_tok = 2;
+                std::vector<uint8_t> w = make_weights(t, n_out, n_in, 5, true);
+                std::vector<uint8_t> scales(w);  // keep the tame scales make_weights wrote
+                memset(w.data(), fill, w.size());
+                const size_t blk = ggml_type_info(t).type_size;
+                for (size_t off = 0; off < w.size(); off += blk)
+                    for (size_t so : scale_offsets(t)) memcpy(&w[off + so], &scales[off + so], 2);
+                const std::vector<float> x(n_tok * n_in, sign);
+                std::vector<float> want(n_tok * n_out), got(n_tok * n_out);
+                {
+                    IsaScope scope(Isa::scalar);
+                    matmul(pool, t, w.data(), n_out, n_in, x.data(), n_tok, want.data());
+                }
+                IsaScope scope(Isa::avx2);
+                const RepackedWeight r = repack_weight(t, w.data(), n_out, n_in);
+                for (bool packed : {false, true}) {
+                    if (packed) matmul(pool, t, r.data.get(), n_out, n_in, x.data(), n_tok, got.data(), r.layout);
+                    else matmul(pool, t, w.data(), n_out, n_in, x.data(), n_tok, got.data());
+                    for (size_t i = 0; i < got.size(); i++)
+                        ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
+                            << ggml_type_name(t) << " fill " << (int)fill << " sign " << sign << " packed " << packed;
+                }
+            }
+}
+
+// The active ISA decides: AVX-512 and AVX2 repack Q4_0/Q4_1/Q5_0/Q5_1/Q8_0 and the K-quants Q2_K-Q6_K into
+// rows16 (and have their tiles), scalar nothing.
 TEST(Repack, PreferredLayoutFollowsTheIsa) {
     for (Isa isa : all_isas()) {
         IsaScope scope(isa);
         for (GgmlType t : kRepackTypes) {
-            const bool packs = isa >= Isa::avx512 || (isa >= Isa::avx2 && !is_k(t));
+            const bool packs = isa >= Isa::avx2;
             EXPECT_EQ(preferred_layout(t), packs ? WeightLayout::rows16 : WeightLayout::gguf) << isa_name(isa);
             EXPECT_EQ(gemm_kernel_for(t, WeightLayout::rows16) != nullptr, packs) << isa_name(isa);
             const std::vector<uint8_t> w = make_weights(t, 4, is_k(t) ? 256 : 64, 1, false);
