@@ -15,8 +15,9 @@ VecDotFn vec_dot(GgmlType wtype);
 // Must produce exactly the bytes of the reference quantizer (batch invariance across ISA is not
 // required, but within one ISA results must not depend on batch shape).
 QuantizeRowFn quantize_activation(GgmlType vec_dot_type);
-// AVX2 tile kernel for weight type `wtype` stored in `layout` (the 32-element types and the K-quants; both
-// layouts give the same bits, and the AVX-512 tiles' bits), or nullptr (matmul then calls vec_dot per output).
+// AVX2 tile kernel for weight type `wtype` stored in `layout` (the 32-element types and the K-quants, whose
+// two layouts give the same bits, and the AVX-512 tiles' bits; F32/F16/BF16 on GGUF rows), or nullptr
+// (matmul then calls vec_dot per output).
 const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout);
 
 }  // namespace bee::avx2

@@ -23,6 +23,8 @@ void vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a, float* out);
 // gemm_rows16_avx2.cpp (both layouts)
 extern const GemmKernel kGemmQ4_0, kGemmQ4_1, kGemmQ5_0, kGemmQ5_1, kGemmQ8_0;
 extern const GemmKernel kGemmRows16Q4_0, kGemmRows16Q4_1, kGemmRows16Q5_0, kGemmRows16Q5_1, kGemmRows16Q8_0;
+// gemm_float_avx2.cpp (GGUF rows)
+extern const GemmKernel kGemmF32, kGemmF16, kGemmBF16;
 // gemm_rows16_k_avx2.cpp (both layouts)
 extern const GemmKernel kGemmQ2_K, kGemmQ3_K, kGemmQ4_K, kGemmQ5_K, kGemmQ6_K;
 extern const GemmKernel kGemmRows16Q2_K, kGemmRows16Q3_K, kGemmRows16Q4_K, kGemmRows16Q5_K, kGemmRows16Q6_K;
@@ -62,6 +64,9 @@ QuantizeRowFn quantize_activation(GgmlType vec_dot_type) {
 const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout) {
     const bool packed = layout == WeightLayout::rows16;
     switch (wtype) {
+        case GgmlType::F32: return packed ? nullptr : &kGemmF32;
+        case GgmlType::F16: return packed ? nullptr : &kGemmF16;
+        case GgmlType::BF16: return packed ? nullptr : &kGemmBF16;
         case GgmlType::Q4_0: return packed ? &kGemmRows16Q4_0 : &kGemmQ4_0;
         case GgmlType::Q4_1: return packed ? &kGemmRows16Q4_1 : &kGemmQ4_1;
         case GgmlType::Q5_0: return packed ? &kGemmRows16Q5_0 : &kGemmQ5_0;

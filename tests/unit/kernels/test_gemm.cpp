@@ -173,18 +173,22 @@ TEST(Gemm, RawWeightBytesMatchReference) {
     }
 }
 
-// Where the CPU has AVX-512, these types must take the blocked path (a silent fallback would pass
+// Where the CPU has AVX2 or AVX-512, these types must take the blocked path (a silent fallback would pass
 // the other tests while losing the speed).
 TEST(Gemm, DispatchOffersTilesWhereExpected) {
     {
         IsaScope scope(Isa::scalar);
         for (GgmlType t : kTypes) EXPECT_EQ(gemm_kernel_for(t), nullptr) << ggml_type_name(t);
     }
-    if (cpu_isa_max() < Isa::avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
-    IsaScope scope(Isa::avx512);
-    for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                       GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K})
-        EXPECT_NE(gemm_kernel_for(t), nullptr) << ggml_type_name(t);
+    if (cpu_isa_max() < Isa::avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+    for (Isa isa : all_isas()) {
+        if (isa < Isa::avx2) continue;
+        IsaScope scope(isa);
+        for (GgmlType t : {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                           GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K,
+                           GgmlType::F32, GgmlType::F16, GgmlType::BF16})
+            EXPECT_NE(gemm_kernel_for(t), nullptr) << ggml_type_name(t) << " " << isa_name(isa);
+    }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// tests/unit/kernels/test_gemm_float: the F32, F16 and BF16 weight tiles (kernels/x86/gemm_float_avx512.cpp).
-// test_gemm.cpp holds every tile shape to the 1 × 1 tile and matmul to the reference; here: the tiles are
-// offered on AVX-512, and on inputs whose dot products are exact in f32 (small integers times powers of two,
+// tests/unit/kernels/test_gemm_float: the F32, F16 and BF16 weight tiles (kernels/x86/gemm_float_avx512.cpp,
+// gemm_float_avx2.cpp). test_gemm.cpp holds every tile shape to the 1 × 1 tile and matmul to the reference;
+// here: the tiles are offered on AVX2 and AVX-512, and on inputs whose dot products are exact in f32 (small integers times powers of two,
 // every weight code's sign and exponent range exercised) they give exactly the true value, tails included,
 // so neither conversion (vcvtph2ps, the bf16 shift) nor the masked tail loses or invents anything.
 #include <gtest/gtest.h>
@@ -20,13 +20,16 @@ namespace {
 
 using test::IsaScope;
 
-TEST(GemmFloat, Avx512OffersFloatTiles) {
-    if (cpu_isa_max() < Isa::avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
-    IsaScope scope(Isa::avx512);
-    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
-        const GemmKernel* gk = gemm_kernel_for(t);
-        ASSERT_NE(gk, nullptr) << ggml_type_name(t);
-        EXPECT_EQ(gk->act_type, GgmlType::F32);  // activations stay f32: no bf16 rounding of them
+TEST(GemmFloat, Avx2AndAvx512OfferFloatTiles) {
+    if (cpu_isa_max() < Isa::avx2) GTEST_SKIP() << "no AVX2 on this CPU";
+    for (Isa isa : test::all_isas()) {
+        if (isa < Isa::avx2) continue;
+        IsaScope scope(isa);
+        for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16}) {
+            const GemmKernel* gk = gemm_kernel_for(t);
+            ASSERT_NE(gk, nullptr) << ggml_type_name(t) << " " << isa_name(isa);
+            EXPECT_EQ(gk->act_type, GgmlType::F32);  // activations stay f32: no bf16 rounding of them
+        }
     }
 }
 
