@@ -9,7 +9,10 @@ rows relative to 1 row, e.g. from `bee bench spec --types none -n 1 --cost-curve
   longest-match the continuation of the most recent occurrence of the longest suffix of the text so far
                 (what suffix / n-gram drafters propose), drafting exactly the tokens that will be accepted
                 (a perfect depth policy);
-  fixed K / K=L the same source with a realistic depth: K tokens always, or as many as the key is long.
+  fixed K / K=L the same source with a realistic depth: K tokens always, or as many as the key is long;
+  aligned       longest match plus where the answer was copying from, 0, 1 or 2 tokens on (a substituted,
+                inserted or dropped token), the best of them drafted exactly (an upper bound for a tree of
+                these re-alignments).
 Speed-up = tokens / Σ cost(rows of each decode). Drafts are capped at --max-draft tokens.
 Usage: bench/spec_bounds.py [--model M] [--prompts FILE] [--tokens 64] [--cost 1,1.18,...] [--threads 2]"""
 import argparse
@@ -19,8 +22,9 @@ import pathlib
 
 from server_common import MODEL, ROOT, start_server, stop_server
 
-# SmolLM2, grounded prompt 1, session 7, quiet machine, -t 2: decode of 1 + k rows / 1 row, k = 0..16
-SMOLLM2_COST = "1.00,1.16,1.25,1.32,1.45,1.53,1.72,1.86,2.17,2.35,2.56,2.76,2.91,3.06,3.32,3.51,3.81"
+# SmolLM2, grounded prompt 1, session 8, -t 2, each decode after 8 of the same size (a steady loop; the
+# session-7 curve timed k = 0 cold): decode of 1 + k rows / 1 row, k = 0..16
+SMOLLM2_COST = "1.00,1.22,1.56,1.79,2.15,2.27,2.43,2.68,3.14,3.44,3.71,3.81,4.21,4.47,4.82,4.86,5.26"
 
 
 def post(port, path, body):
@@ -112,12 +116,39 @@ def main():
             return known[at:at + depth(key)], ((lambda acc, n: acc) if perfect else (lambda acc, n: n))
         return draft
 
+    def aligned(prompt, answer):
+        """Longest match, or the source pointer (where the answer copies from) 0, 1 or 2 tokens past the
+        last mismatch, whichever continues the answer longest; pays only for the accepted rows."""
+        state = {"src": -1}
+
+        def draft(known, i):
+            cands = []
+            _, at = longest_suffix_source(known)
+            if at >= 0:
+                cands.append(at)
+            if state["src"] >= 0:
+                cands += [state["src"], state["src"] + 1, state["src"] + 2]
+            best, best_at = -1, -1
+            for c in cands:
+                k = 0
+                while c + k < len(known) and i + k < len(answer) and k < a.max_draft and known[c + k] == answer[i + k]:
+                    k += 1
+                if k > best:
+                    best, best_at = k, c
+            if best_at < 0:
+                state["src"] = -1
+                return [], (lambda acc, n: 0)
+            state["src"] = best_at + best + 1  # the answer goes on after the accepted tokens and the bonus
+            return known[best_at:best_at + max(best, 1)], (lambda acc, n: acc)
+        return draft
+
     drafters = {
         "oracle copy (knows the answer)": lambda p, ans: oracle(p, ans),
         "longest match, perfect depth": lambda p, ans: longest(lambda key: a.max_draft, perfect=True),
         "longest match, K = 4": lambda p, ans: longest(lambda key: 4),
         "longest match, K = 8": lambda p, ans: longest(lambda key: 8),
         "longest match, K = key length": lambda p, ans: longest(lambda key: min(key, a.max_draft)),
+        "aligned: longest match or re-aligned source, perfect depth": lambda p, ans: aligned(p, ans),
     }
     print(f"model {a.model}, {len(pairs)} prompts x {a.tokens} tokens, drafts <= {a.max_draft}, cost curve {a.cost}\n")
     print("| drafter | tokens/decode | speed-up bound |")
