@@ -88,6 +88,20 @@ void cpu_set_isa(Isa isa) {
     g_isa.store((int)isa);
 }
 
+static std::atomic<int> g_vnni{-1};
+
+bool cpu_avx_vnni() {
+    int v = g_vnni.load(std::memory_order_relaxed);
+    if (v < 0) {
+        const char* s = getenv("BEE_AVX_VNNI");
+        v = cpu_features().avxvnni && !(s && !strcmp(s, "0")) ? 1 : 0;
+        g_vnni.store(v);
+    }
+    return v != 0;
+}
+
+void cpu_set_avx_vnni(bool on) { g_vnni.store(on && cpu_features().avxvnni ? 1 : 0); }
+
 const char* isa_name(Isa isa) {
     switch (isa) {
         case Isa::scalar: return "scalar";

@@ -1,4 +1,5 @@
-// base/cpu: CPU feature detection and the ISA level kernels dispatch on (BEE_CPU=scalar|avx2|avx512 forces one).
+// base/cpu: CPU feature detection and the ISA level kernels dispatch on (BEE_CPU=scalar|avx2|avx512 forces one;
+// BEE_AVX_VNNI=0 keeps the AVX2 level off AVX-VNNI).
 #pragma once
 
 namespace bee {
@@ -18,6 +19,10 @@ Isa cpu_isa();
 Isa cpu_isa_max();
 // Overrides the ISA for the rest of the process (tests). Clamped to cpu_isa_max().
 void cpu_set_isa(Isa isa);
+// Whether the AVX2 level may use AVX-VNNI (256-bit vpdpbusd): the CPU has it and neither BEE_AVX_VNNI=0
+// nor cpu_set_avx_vnni(false) turned it off. Only consulted when cpu_isa() is avx2.
+bool cpu_avx_vnni();
+void cpu_set_avx_vnni(bool on);  // tests; on is clamped to what the CPU has
 const char* isa_name(Isa isa);
 
 }  // namespace bee

@@ -1,7 +1,18 @@
 // kernels/x86/avx2_table: which AVX2 kernel serves each type. Compiled without AVX2 flags: it only hands
 // out function pointers, which callers use after checking cpu_isa() >= Isa::avx2.
+#include "base/cpu.h"
 #include "kernels/gemm.h"
 #include "kernels/x86/avx2.h"
+
+namespace bee::avxvnni {
+
+// gemm_rows16_avxvnni.cpp, gemm_rows16_k_avxvnni.cpp (both layouts): the same tiles with AVX-VNNI
+extern const GemmKernel kGemmQ4_0, kGemmQ4_1, kGemmQ5_0, kGemmQ5_1, kGemmQ8_0;
+extern const GemmKernel kGemmRows16Q4_0, kGemmRows16Q4_1, kGemmRows16Q5_0, kGemmRows16Q5_1, kGemmRows16Q8_0;
+extern const GemmKernel kGemmQ2_K, kGemmQ3_K, kGemmQ4_K, kGemmQ5_K, kGemmQ6_K;
+extern const GemmKernel kGemmRows16Q2_K, kGemmRows16Q3_K, kGemmRows16Q4_K, kGemmRows16Q5_K, kGemmRows16Q6_K;
+
+}  // namespace bee::avxvnni
 
 namespace bee::avx2 {
 
@@ -61,24 +72,35 @@ QuantizeRowFn quantize_activation(GgmlType vec_dot_type) {
     }
 }
 
+// The quantized tiles of one namespace (avx2 or avxvnni: the same names).
+#define BEE_QUANT_TILES(ns)                                                      \
+    case GgmlType::Q4_0: return packed ? &ns::kGemmRows16Q4_0 : &ns::kGemmQ4_0; \
+    case GgmlType::Q4_1: return packed ? &ns::kGemmRows16Q4_1 : &ns::kGemmQ4_1; \
+    case GgmlType::Q5_0: return packed ? &ns::kGemmRows16Q5_0 : &ns::kGemmQ5_0; \
+    case GgmlType::Q5_1: return packed ? &ns::kGemmRows16Q5_1 : &ns::kGemmQ5_1; \
+    case GgmlType::Q8_0: return packed ? &ns::kGemmRows16Q8_0 : &ns::kGemmQ8_0; \
+    case GgmlType::Q2_K: return packed ? &ns::kGemmRows16Q2_K : &ns::kGemmQ2_K; \
+    case GgmlType::Q3_K: return packed ? &ns::kGemmRows16Q3_K : &ns::kGemmQ3_K; \
+    case GgmlType::Q4_K: return packed ? &ns::kGemmRows16Q4_K : &ns::kGemmQ4_K; \
+    case GgmlType::Q5_K: return packed ? &ns::kGemmRows16Q5_K : &ns::kGemmQ5_K; \
+    case GgmlType::Q6_K: return packed ? &ns::kGemmRows16Q6_K : &ns::kGemmQ6_K;
+
 const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout) {
     const bool packed = layout == WeightLayout::rows16;
+    if (cpu_avx_vnni()) {
+        switch (wtype) {
+            BEE_QUANT_TILES(avxvnni)
+            default: break;
+        }
+    }
     switch (wtype) {
         case GgmlType::F32: return packed ? nullptr : &kGemmF32;
         case GgmlType::F16: return packed ? nullptr : &kGemmF16;
         case GgmlType::BF16: return packed ? nullptr : &kGemmBF16;
-        case GgmlType::Q4_0: return packed ? &kGemmRows16Q4_0 : &kGemmQ4_0;
-        case GgmlType::Q4_1: return packed ? &kGemmRows16Q4_1 : &kGemmQ4_1;
-        case GgmlType::Q5_0: return packed ? &kGemmRows16Q5_0 : &kGemmQ5_0;
-        case GgmlType::Q5_1: return packed ? &kGemmRows16Q5_1 : &kGemmQ5_1;
-        case GgmlType::Q8_0: return packed ? &kGemmRows16Q8_0 : &kGemmQ8_0;
-        case GgmlType::Q2_K: return packed ? &kGemmRows16Q2_K : &kGemmQ2_K;
-        case GgmlType::Q3_K: return packed ? &kGemmRows16Q3_K : &kGemmQ3_K;
-        case GgmlType::Q4_K: return packed ? &kGemmRows16Q4_K : &kGemmQ4_K;
-        case GgmlType::Q5_K: return packed ? &kGemmRows16Q5_K : &kGemmQ5_K;
-        case GgmlType::Q6_K: return packed ? &kGemmRows16Q6_K : &kGemmQ6_K;
+        BEE_QUANT_TILES(avx2)
         default: return nullptr;
     }
 }
+#undef BEE_QUANT_TILES
 
 }  // namespace bee::avx2

@@ -20,4 +20,18 @@ struct IsaScope {
     ~IsaScope() { cpu_set_isa(saved); }
 };
 
+// Sets whether the AVX2 level uses AVX-VNNI for a scope (base/cpu.h cpu_avx_vnni) and restores it.
+struct VnniScope {
+    bool saved;
+    explicit VnniScope(bool on) : saved(cpu_avx_vnni()) { cpu_set_avx_vnni(on); }
+    ~VnniScope() { cpu_set_avx_vnni(saved); }
+};
+
+// The AVX2 dot-product variants this machine runs: without AVX-VNNI, and with it if the CPU has it.
+inline std::vector<bool> vnni_modes() {
+    std::vector<bool> v{false};
+    if (cpu_features().avxvnni) v.push_back(true);
+    return v;
+}
+
 }  // namespace bee::test

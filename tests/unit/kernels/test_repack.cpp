@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/fp16.h"
@@ -68,11 +69,18 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t n_out, int64_t n_in, uint3
 
 bool have_repacking() { return cpu_isa_max() >= Isa::avx512; }
 
-// The ISAs with tiles on this machine (the rows16 layout is the same for all of them).
-std::vector<Isa> tile_isas() {
-    std::vector<Isa> v;
-    if (cpu_isa_max() >= Isa::avx512) v.push_back(Isa::avx512);
-    if (cpu_isa_max() >= Isa::avx2) v.push_back(Isa::avx2);
+// The tile paths on this machine (the rows16 layout is the same for all of them): AVX-512, and AVX2 with
+// and (where the CPU has it) without AVX-VNNI.
+struct TilePath {
+    Isa isa;
+    bool vnni;
+    std::string name() const { return std::string(isa_name(isa)) + (vnni ? "+vnni" : ""); }
+};
+std::vector<TilePath> tile_paths() {
+    std::vector<TilePath> v;
+    if (cpu_isa_max() >= Isa::avx512) v.push_back({Isa::avx512, false});
+    if (cpu_isa_max() >= Isa::avx2)
+        for (bool vnni : test::vnni_modes()) v.push_back({Isa::avx2, vnni});
     return v;
 }
 
@@ -140,9 +148,11 @@ TEST(Repack, MatmulEqualsGgufLayoutBitForBit) {
 TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
     int checked = 0;
     for (GgmlType t : kRepackTypes)
-        for (Isa isa : tile_isas())
+        for (const TilePath& path : tile_paths())
             for (int64_t n : lengths(t, {32, 160})) {
+                const Isa isa = path.isa;
                 IsaScope scope(isa);
+                test::VnniScope vnni(path.vnni);
                 const GemmKernel* packed = gemm_kernel_for(t, WeightLayout::rows16);
                 const GemmKernel* plain = gemm_kernel_for(t);
                 ASSERT_TRUE(packed && plain && packed->locate) << isa_name(isa);
@@ -175,7 +185,7 @@ TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
                                 for (int o = 0; o < R; o++) {
                                     if (c < nc && o < nr) {
                                         ASSERT_EQ(0, memcmp(&y[c * R + o], &one[c * R + o], 4))
-                                            << ggml_type_name(t) << " " << isa_name(isa) << " n=" << n << " rows " << o0
+                                            << ggml_type_name(t) << " " << path.name() << " n=" << n << " rows " << o0
                                             << " tile " << nr << "x" << nc << " o=" << o << " c=" << c;
                                     } else {
                                         ASSERT_TRUE(std::isnan(y[c * R + o])) << "tile wrote outside " << nr << "x" << nc;
@@ -204,12 +214,14 @@ TEST(Repack, Avx2TilesEqualAvx512Tiles) {
                 IsaScope scope(Isa::avx512);
                 matmul(pool, t, r.data.get(), n_out, n_in, x.data(), n_tok, y512.data(), r.layout);
             }
-            {
+            for (bool vnni : test::vnni_modes()) {
                 IsaScope scope(Isa::avx2);
+                test::VnniScope v(vnni);
                 ASSERT_NE(gemm_kernel_for(t, WeightLayout::rows16), nullptr);
                 matmul(pool, t, r.data.get(), n_out, n_in, x.data(), n_tok, y2.data(), r.layout);
+                ASSERT_EQ(0, memcmp(y512.data(), y2.data(), y2.size() * 4))
+                    << ggml_type_name(t) << " raw=" << raw << " vnni=" << vnni;
             }
-            ASSERT_EQ(0, memcmp(y512.data(), y2.data(), y2.size() * 4)) << ggml_type_name(t) << " raw=" << raw;
         }
 }
 
@@ -237,12 +249,16 @@ TEST(Repack, Avx2TilesDoNotSaturate) {
                 }
                 IsaScope scope(Isa::avx2);
                 const RepackedWeight r = repack_weight(t, w.data(), n_out, n_in);
-                for (bool packed : {false, true}) {
-                    if (packed) matmul(pool, t, r.data.get(), n_out, n_in, x.data(), n_tok, got.data(), r.layout);
-                    else matmul(pool, t, w.data(), n_out, n_in, x.data(), n_tok, got.data());
-                    for (size_t i = 0; i < got.size(); i++)
-                        ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
-                            << ggml_type_name(t) << " fill " << (int)fill << " sign " << sign << " packed " << packed;
+                for (bool vnni : test::vnni_modes()) {
+                    for (bool packed : {false, true}) {
+                        test::VnniScope v(vnni);
+                        if (packed) matmul(pool, t, r.data.get(), n_out, n_in, x.data(), n_tok, got.data(), r.layout);
+                        else matmul(pool, t, w.data(), n_out, n_in, x.data(), n_tok, got.data());
+                        for (size_t i = 0; i < got.size(); i++)
+                            ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
+                                << ggml_type_name(t) << " fill " << (int)fill << " sign " << sign << " packed " << packed
+                                << " vnni " << vnni;
+                    }
                 }
             }
 }

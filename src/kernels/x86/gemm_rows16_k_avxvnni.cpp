@@ -1,0 +1,17 @@
+// kernels/x86/gemm_rows16_k_avxvnni: the AVX2 K-quant tiles of gemm_rows16_k_avx2.cpp with AVX-VNNI dot
+// products (vpdpbusd, vpdpwssd on 256-bit registers), for CPUs that have AVX-VNNI but not AVX-512
+// (cpu_avx_vnni()). Same exact integer sums, same float operations: the same bits.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/gemm.h"
+#include "kernels/repack.h"
+#include "quant/blocks.h"
+
+namespace bee::avxvnni {
+
+constexpr bool kVnni = true;
+#include "kernels/x86/gemm_rows16_k_avx2_body.h"
+
+}  // namespace bee::avxvnni
