@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include "server/context.h"
+#include "server/http_util.h"
 
 namespace bee::server {
 
@@ -13,6 +14,12 @@ void register_slot_routes(httplib::Server& svr, ServerContext& ctx);        // P
 void register_tokenize_routes(httplib::Server& svr, ServerContext& ctx);    // /tokenize /detokenize /apply-template
 void register_metrics_routes(httplib::Server& svr, ServerContext& ctx);     // /metrics
 void register_page_routes(httplib::Server& svr, ServerContext& ctx);        // / (chat page)
+void register_infill_routes(httplib::Server& svr, ServerContext& ctx);      // /infill
+
+// Runs a native /completion request for prompt tokens already built (by /completion or /infill): the
+// generation fields of `body`, stream or not, n choices.
+void complete_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const Json& body,
+                     std::vector<int32_t> prompt);
 
 // Wraps a handler: HttpError becomes its JSON error, any other exception a 500 — never a crash.
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn);

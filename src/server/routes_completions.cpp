@@ -34,6 +34,7 @@ Json native_final(const ServerContext& ctx, const Task& t, const TaskResult& r, 
               {"tokens_predicted", f.n_predicted},
               {"tokens_evaluated", f.n_prompt},
               {"generation_settings", generation_settings(ctx, t.params)},
+              {"prompt", ctx.tokenizer().decode(t.prompt, true)},
               {"has_new_line", r.content.find('\n') != std::string::npos},
               {"truncated", f.truncated},
               {"stop_type", stop_type_name(f.stop_type)},
@@ -68,14 +69,21 @@ Json only_fields(Json j, const std::vector<std::string>& paths) {
     return out;
 }
 
-// Native /completion. With n > 1 (n_cmpl) the body is an array of n results (stream: chunks carry their
-// "index"), as llama-server does for several completions.
 void handle_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req);
     if (!body.contains("prompt")) bad_request("'prompt' is required");
+    complete_native(ctx, req, res, body, tokenize_prompt(body["prompt"], ctx.tokenizer()));
+}
+
+}  // namespace
+
+// Native /completion. With n > 1 (n_cmpl) the body is an array of n results (stream: chunks carry their
+// "index"), as llama-server does for several completions.
+void complete_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const Json& body,
+                     std::vector<int32_t> prompt) {
     const int32_t n = parse_n_choices(body);
     GenParams g = parse_gen_params(body, ctx, Api::native);
-    auto tasks = make_tasks(ctx, tokenize_prompt(body["prompt"], ctx.tokenizer()), g, n);
+    auto tasks = make_tasks(ctx, std::move(prompt), g, n);
     if (!get_bool(body, "stream", false)) {
         std::vector<TaskResult> rs = run_tasks(ctx, req, tasks);
         const auto result = [&](size_t i) { return only_fields(native_final(ctx, *tasks[i], rs[i], false, i), g.response_fields); };
@@ -114,6 +122,8 @@ void handle_native(ServerContext& ctx, const httplib::Request& req, httplib::Res
     }
     stream_tasks(ctx, res, std::move(tasks), std::move(fmts));
 }
+
+namespace {
 
 Json oai_text_logprobs(const ServerContext& ctx, const std::vector<TokenInfo>& toks) {
     Json tokens = Json::array(), lps = Json::array(), tops = Json::array();

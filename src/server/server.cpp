@@ -102,6 +102,7 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
     register_tokenize_routes(svr_, ctx_);
     register_metrics_routes(svr_, ctx_);
     register_page_routes(svr_, ctx_);
+    register_infill_routes(svr_, ctx_);
 }
 
 HttpServer::~HttpServer() { stop(); }

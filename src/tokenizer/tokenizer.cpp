@@ -121,6 +121,7 @@ public:
     int32_t bos() const override { return v_.bos; }
     int32_t eos() const override { return v_.eos; }
     int32_t eot() const override { return v_.eot; }
+    Fim fim() const override { return {v_.fim_pre, v_.fim_suf, v_.fim_mid, v_.fim_pad, v_.fim_rep, v_.fim_sep}; }
     bool add_bos() const override { return v_.add_bos; }
     bool add_eos() const override { return v_.add_eos; }
     bool add_space_prefix() const override { return v_.add_space_prefix; }

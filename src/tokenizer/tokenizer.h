@@ -53,6 +53,12 @@ public:
     // Id of the token whose vocab text is exactly `text` (e.g. "<|im_start|>"), -1 if none.
     virtual int32_t find_token(std::string_view text) const { (void)text; return -1; }
     virtual int32_t eot() const { return -1; }  // end-of-turn token (e.g. <|im_end|>), -1 if none
+    // Fill-in-the-middle tokens (from the file's FIM keys, else found by their text as llama.cpp does);
+    // -1 where the vocabulary has none.
+    struct Fim {
+        int32_t pre = -1, suf = -1, mid = -1, pad = -1, rep = -1, sep = -1;
+    };
+    virtual Fim fim() const { return {}; }
 };
 
 // Turns a stream of token ids into text without ever emitting part of a UTF-8 character.

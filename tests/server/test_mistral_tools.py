@@ -33,15 +33,15 @@ def string_field(reader, key):
     return bytes(f.parts[f.data[0]]).decode()
 
 
-def write_tiny_mistral(path):
-    """A 2-layer llama (n_embd 64) with SmolLM2's BPE vocabulary plus two control tokens."""
+def write_tiny_mistral(path, extra=("[TOOL_CALLS]", "[ARGS]")):
+    """A 2-layer llama (n_embd 64) with SmolLM2's BPE vocabulary plus `extra` as control tokens."""
     src = gguf.GGUFReader(str(SMOLLM))
     tokens = [bytes(src.fields["tokenizer.ggml.tokens"].parts[i]).decode()
               for i in src.fields["tokenizer.ggml.tokens"].data]
     types = [int(src.fields["tokenizer.ggml.token_type"].parts[i][0]) for i in src.fields["tokenizer.ggml.token_type"].data]
     merges = [bytes(src.fields["tokenizer.ggml.merges"].parts[i]).decode() for i in src.fields["tokenizer.ggml.merges"].data]
-    tokens += ["[TOOL_CALLS]", "[ARGS]"]
-    types += [gguf.TokenType.CONTROL, gguf.TokenType.CONTROL]
+    tokens += list(extra)
+    types += [gguf.TokenType.CONTROL] * len(extra)
     n_embd, n_ff, n_head, n_head_kv, n_layer, n_vocab = 64, 128, 4, 2, 2, len(tokens)
     w = gguf.GGUFWriter(str(path), "llama")
     w.add_context_length(2048)
