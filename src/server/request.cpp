@@ -389,12 +389,30 @@ std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok) {
             const int64_t id = p.get<int64_t>();
             if (id < 0 || id >= tok.n_vocab()) bad_request("token id %lld in 'prompt' is out of range [0, %d)", (long long)id, tok.n_vocab());
             out.push_back((int32_t)id);
-        } else if (p.is_array()) {
-            bad_request("several prompts in one request are not supported; send one request per prompt");
         } else {
             bad_request("'prompt' array elements must be strings or token ids");
         }
         first = false;
+    }
+    return out;
+}
+
+std::vector<std::vector<int32_t>> tokenize_prompts(const Json& prompt, const Tokenizer& tok) {
+    bool strings = prompt.is_array() && !prompt.empty(), numbers = false, arrays = false;
+    for (const Json& p : prompt.is_array() ? prompt : Json::array()) {
+        strings = strings && p.is_string();
+        numbers = numbers || p.is_number();
+        arrays = arrays || p.is_array();
+    }
+    if (!strings && !arrays) return {tokenize_prompt(prompt, tok)};  // one prompt (string, ids, or mixed)
+    if (numbers) bad_request("'prompt' mixes token ids with nested prompts; give one prompt or an array of prompts");
+    if ((int32_t)prompt.size() > kMaxChoices)
+        bad_request("'prompt' holds %zu prompts; at most %d per request", prompt.size(), kMaxChoices);
+    std::vector<std::vector<int32_t>> out;
+    for (const Json& p : prompt) {
+        if (p.is_array() && !p.empty() && std::any_of(p.begin(), p.end(), [](const Json& x) { return x.is_array(); }))
+            bad_request("'prompt': a prompt in the array must be a string, token ids, or both mixed, not deeper arrays");
+        out.push_back(tokenize_prompt(p, tok));
     }
     return out;
 }

@@ -58,9 +58,10 @@ TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::
     return std::move(run_tasks(ctx, req, {task})[0]);
 }
 
-std::function<std::vector<Json>(const std::vector<FinishInfo>&)> usage_after_all(Json empty_chunk) {
-    return [empty_chunk = std::move(empty_chunk)](const std::vector<FinishInfo>& fs) {
-        const FinishInfo f = merge_finish(fs);
+std::function<std::vector<Json>(const std::vector<FinishInfo>&)> usage_after_all(Json empty_chunk,
+                                                                                 size_t per_prompt) {
+    return [empty_chunk = std::move(empty_chunk), per_prompt](const std::vector<FinishInfo>& fs) {
+        const FinishInfo f = merge_finish(fs, per_prompt);
         Json u = empty_chunk;
         u["usage"] = usage_json(f);
         u["timings"] = timings_json(f);
@@ -68,9 +69,14 @@ std::function<std::vector<Json>(const std::vector<FinishInfo>&)> usage_after_all
     };
 }
 
-FinishInfo merge_finish(const std::vector<FinishInfo>& fs) {
+FinishInfo merge_finish(const std::vector<FinishInfo>& fs, size_t per_prompt) {
     FinishInfo m = fs.at(0);
     for (size_t i = 1; i < fs.size(); i++) {
+        if (per_prompt > 0 && i % per_prompt == 0) {  // the first choice of another prompt
+            m.n_prompt += fs[i].n_prompt;
+            m.n_cached += fs[i].n_cached;
+            m.prompt_ms = std::max(m.prompt_ms, fs[i].prompt_ms);
+        }
         m.n_predicted += fs[i].n_predicted;
         m.n_reasoning += fs[i].n_reasoning;
         m.predicted_ms = std::max(m.predicted_ms, fs[i].predicted_ms);

@@ -27,9 +27,10 @@ TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::
 // of them cancels the others.
 std::vector<TaskResult> run_tasks(ServerContext& ctx, const httplib::Request& req,
                                   const std::vector<std::shared_ptr<Task>>& tasks);
-// The finish record that `usage` and `timings` report for n choices: the prompt counted once, the
-// generated tokens summed, the longest generation time.
-FinishInfo merge_finish(const std::vector<FinishInfo>& fs);
+// The finish record that `usage` and `timings` report for several tasks: each prompt counted once (fs holds
+// consecutive groups of `per_prompt` choices of one prompt; 0: all of one prompt), the generated tokens
+// summed, the longest generation time.
+FinishInfo merge_finish(const std::vector<FinishInfo>& fs, size_t per_prompt = 0);
 
 // llama-server's timings; draft_n and draft_n_accepted only when the request drafted.
 Json timings_json(const FinishInfo& f);
@@ -70,7 +71,8 @@ void stream_tasks(ServerContext& ctx, httplib::Response& res, std::vector<std::s
 
 // The `after_all` of an n-choice OpenAI stream that asked for usage: one chunk (`empty_chunk`, a chunk
 // with empty choices) carrying the merged usage and timings.
-std::function<std::vector<Json>(const std::vector<FinishInfo>&)> usage_after_all(Json empty_chunk);
+std::function<std::vector<Json>(const std::vector<FinishInfo>&)> usage_after_all(Json empty_chunk,
+                                                                                 size_t per_prompt = 0);
 
 // "chatcmpl-" / "cmpl-" followed by random hex.
 std::string random_id(const char* prefix);

@@ -16,10 +16,10 @@ void register_metrics_routes(httplib::Server& svr, ServerContext& ctx);     // /
 void register_page_routes(httplib::Server& svr, ServerContext& ctx);        // / (chat page)
 void register_infill_routes(httplib::Server& svr, ServerContext& ctx);      // /infill
 
-// Runs a native /completion request for prompt tokens already built (by /completion or /infill): the
-// generation fields of `body`, stream or not, n choices.
+// Runs a native /completion request for prompts already tokenized (by /completion or /infill): the
+// generation fields of `body`, stream or not, n choices per prompt.
 void complete_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const Json& body,
-                     std::vector<int32_t> prompt);
+                     const std::vector<std::vector<int32_t>>& prompts);
 
 // Wraps a handler: HttpError becomes its JSON error, any other exception a 500 — never a crash.
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn);

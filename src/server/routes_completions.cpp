@@ -72,22 +72,31 @@ Json only_fields(Json j, const std::vector<std::string>& paths) {
 void handle_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req);
     if (!body.contains("prompt")) bad_request("'prompt' is required");
-    complete_native(ctx, req, res, body, tokenize_prompt(body["prompt"], ctx.tokenizer()));
+    complete_native(ctx, req, res, body, tokenize_prompts(body["prompt"], ctx.tokenizer()));
 }
 
 }  // namespace
 
-// Native /completion. With n > 1 (n_cmpl) the body is an array of n results (stream: chunks carry their
-// "index"), as llama-server does for several completions.
+// The tasks of several prompts, n choices each, prompt by prompt.
+static std::vector<std::shared_ptr<Task>> tasks_for(ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
+                                                    const GenParams& g, int32_t n) {
+    std::vector<std::shared_ptr<Task>> tasks;
+    for (const std::vector<int32_t>& p : prompts)
+        for (auto& t : make_tasks(ctx, p, g, n)) tasks.push_back(std::move(t));
+    return tasks;
+}
+
+// Native /completion. With several prompts or n > 1 (n_cmpl) the body is an array of results, prompt by
+// prompt (stream: chunks carry their "index"), as llama-server does for several completions.
 void complete_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const Json& body,
-                     std::vector<int32_t> prompt) {
+                     const std::vector<std::vector<int32_t>>& prompts) {
     const int32_t n = parse_n_choices(body);
     GenParams g = parse_gen_params(body, ctx, Api::native);
-    auto tasks = make_tasks(ctx, std::move(prompt), g, n);
+    auto tasks = tasks_for(ctx, prompts, g, n);
     if (!get_bool(body, "stream", false)) {
         std::vector<TaskResult> rs = run_tasks(ctx, req, tasks);
         const auto result = [&](size_t i) { return only_fields(native_final(ctx, *tasks[i], rs[i], false, i), g.response_fields); };
-        if (n == 1) return send_json(res, result(0));
+        if (tasks.size() == 1) return send_json(res, result(0));
         Json all = Json::array();
         for (size_t i = 0; i < rs.size(); i++) all.push_back(result(i));
         send_json(res, all);
@@ -148,7 +157,8 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     if (!body.contains("prompt")) bad_request("'prompt' is required");
     const int32_t n = parse_n_choices(body);
     GenParams g = parse_gen_params(body, ctx, Api::oai_completion);
-    auto tasks = make_tasks(ctx, tokenize_prompt(body["prompt"], ctx.tokenizer()), g, n);
+    auto tasks = tasks_for(ctx, tokenize_prompts(body["prompt"], ctx.tokenizer()), g, n);
+    const int total = (int)tasks.size();  // choice i answers prompt i / n
     const std::string id = random_id("cmpl-");
     const int64_t created = (int64_t)time(nullptr);
     const bool want_logprobs = g.want_logprobs;
@@ -162,7 +172,7 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
             choices.push_back(std::move(choice));
             fs.push_back(rs[i].finish);
         }
-        const FinishInfo f = merge_finish(fs);
+        const FinishInfo f = merge_finish(fs, (size_t)n);
         Json j = oai_text_chunk(ctx, id, created, std::move(choices));
         j["usage"] = usage_json(f);
         j["timings"] = timings_json(f);
@@ -172,7 +182,7 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     const bool include_usage = body.contains("stream_options") && body["stream_options"].is_object() &&
                                get_bool(body["stream_options"], "include_usage", false);
     std::vector<StreamFormat> fmts;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < total; i++) {
         StreamFormat fmt;
         fmt.delta = [&ctx, want_logprobs, id, created, i](const TaskEvent& e) {
             Json choice = {{"text", e.content}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
@@ -184,7 +194,7 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
             j["prompt_progress"] = progress_json(e);
             return j;
         };
-        const bool usage_here = include_usage && n == 1;
+        const bool usage_here = include_usage && total == 1;
         fmt.done = [&ctx, id, created, usage_here, i](const FinishInfo& f) {
             Json last = oai_text_chunk(ctx, id, created,
                                        {{"text", ""}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_reason(f)}});
@@ -193,8 +203,8 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
         fmts.push_back(std::move(fmt));
     }
     std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
-    if (include_usage && n > 1)  // one usage chunk for all the choices
-        after_all = usage_after_all(oai_text_chunk(ctx, id, created, Json::array()));
+    if (include_usage && total > 1)  // one usage chunk for all the choices
+        after_all = usage_after_all(oai_text_chunk(ctx, id, created, Json::array()), (size_t)n);
     stream_tasks(ctx, res, std::move(tasks), std::move(fmts), std::move(after_all));
 }
 

@@ -163,6 +163,34 @@ def test_n_choices_completions(client, server):
     assert status == 200 and [b["index"] for b in body] == [0, 1] and body[0]["content"] == r.choices[0].text
 
 
+def test_several_prompts(client, server):
+    """An array of prompts (strings, token arrays or mixed) is answered prompt by prompt, as llama-server does;
+    each result is what the prompt alone gives."""
+    def alone(prompt):
+        return server.post("/completion", {"prompt": prompt, "n_predict": 5, "temperature": 0})[2]["content"]
+    ids = server.post("/tokenize", {"content": "The sky is"})[2]["tokens"]
+    prompts = ["Once upon a time", ids, [ids[0], " cat"]]
+    status, _, body = server.post("/completion", {"prompt": prompts, "n_predict": 5, "temperature": 0})
+    assert status == 200 and [b["index"] for b in body] == [0, 1, 2]
+    assert [b["content"] for b in body] == [alone(p) for p in prompts]
+    r = client.completions.create(model="m", prompt=["Once upon a time", "The sky is"], max_tokens=4, temperature=0, n=2)
+    assert [c.index for c in r.choices] == [0, 1, 2, 3]
+    assert r.choices[0].text == r.choices[1].text and r.choices[2].text == r.choices[3].text != r.choices[0].text
+    n1 = len(server.post("/tokenize", {"content": "Once upon a time"})[2]["tokens"])
+    assert r.usage.prompt_tokens == n1 + len(ids) and r.usage.completion_tokens == 16  # each prompt counted once
+    stream = client.completions.create(model="m", prompt=["Once upon a time", "The sky is"], max_tokens=4,
+                                       temperature=0, stream=True, stream_options={"include_usage": True})
+    text, usage = {}, None
+    for chunk in stream:
+        for c in chunk.choices:
+            text[c.index] = text.get(c.index, "") + c.text
+        usage = chunk.usage or usage
+    assert text == {0: r.choices[0].text, 1: r.choices[2].text} and usage.prompt_tokens == n1 + len(ids)
+    for bad, needle in ((["a", 3, ["b"]], "mixes"), ([["a", ["b"]]], "deeper"), (["x"] * 17, "at most 16")):
+        status, _, j = server.post("/completion", {"prompt": bad, "n_predict": 1})
+        assert status == 400 and needle in j["error"]["message"], (bad, j)
+
+
 @pytest.mark.parametrize("body,needle", [
     ({"grammar": 'root ::= "a'}, "line 1, column 10: unterminated string literal"),
     ({"grammar": "root ::= item"}, "undefined rule 'item'"),
