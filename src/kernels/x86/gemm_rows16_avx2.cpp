@@ -18,6 +18,7 @@
 #include "base/fp16.h"
 #include "kernels/gemm.h"
 #include "kernels/repack.h"
+#include "kernels/x86/tile_act.h"
 #include "quant/blocks.h"
 
 namespace bee::avx2 {

@@ -21,6 +21,7 @@
 
 #include "base/fp16.h"
 #include "kernels/repack.h"
+#include "kernels/x86/tile_act.h"
 #include "kernels/x86/avx512.h"
 #include "quant/blocks.h"
 
@@ -28,47 +29,13 @@ namespace bee::avx512 {
 
 namespace {
 
+using x86::act_block_row_bytes;
+using x86::ActBlock;
+using x86::prepare_blocks_q8_0;
+using x86::prepare_blocks_q8_1;
+
 constexpr int kRows = 16;  // weight rows per tile: one per int32 lane
 constexpr int kCols = 8;   // tokens per tile: 8 accumulators + 8 weight vectors + temporaries fit 32 zmm
-
-// One prepared activation block (from a Q8_0 or Q8_1 block).
-struct ActBlock {
-    int32_t q4[8];  // the 32 int8 quants, 4 per int32 (broadcast to every row's lane)
-    float d;        // the block's scale
-    union {             // which one depends on the activation type (the other is never read)
-        int32_t start;  // Q8_0 rows: -off·Σq, the symmetric weight type's offset
-        float s;        // Q8_1 rows: the block's s = d·Σq
-    };
-    int32_t pad[2];
-};
-static_assert(sizeof(ActBlock) == 48, "ActBlock layout");
-
-size_t act_block_row_bytes(int64_t n) { return (size_t)(n / 32) * sizeof(ActBlock); }
-
-template <int Off>
-void prepare_blocks_q8_0(const void* src, void* dst, int64_t n) {
-    const BlockQ8_0* x = (const BlockQ8_0*)src;
-    ActBlock* out = (ActBlock*)dst;
-    for (int64_t b = 0; b < n / 32; b++) {
-        memset(&out[b], 0, sizeof(ActBlock));
-        memcpy(out[b].q4, x[b].qs, 32);
-        int32_t sum = 0;
-        for (int j = 0; j < 32; j++) sum += x[b].qs[j];
-        out[b].d = fp16_to_fp32(x[b].d);
-        out[b].start = -Off * sum;
-    }
-}
-
-void prepare_blocks_q8_1(const void* src, void* dst, int64_t n) {
-    const BlockQ8_1* x = (const BlockQ8_1*)src;
-    ActBlock* out = (ActBlock*)dst;
-    for (int64_t b = 0; b < n / 32; b++) {
-        memset(&out[b], 0, sizeof(ActBlock));
-        memcpy(out[b].q4, x[b].qs, 32);
-        out[b].d = fp16_to_fp32(x[b].d);
-        out[b].s = fp16_to_fp32(x[b].s);
-    }
-}
 
 // A block of 16 rows: u[k] lane l = the 4 unsigned weight bytes of elements 4k..4k+3 of row l.
 struct Block16 {

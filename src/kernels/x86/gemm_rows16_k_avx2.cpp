@@ -14,6 +14,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/repack.h"
+#include "kernels/x86/tile_act.h"
 #include "quant/blocks.h"
 
 namespace bee::avx2 {

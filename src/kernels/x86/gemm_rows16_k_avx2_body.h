@@ -5,40 +5,12 @@
 
 namespace {
 
+using x86::act_row_bytes;
+using x86::ActK;
+using x86::prepare_q8_k;
+
 constexpr int kRows = 8;  // weight rows per tile: one per int32 lane (half a rows16 group)
 constexpr int kCols = 4;  // tokens per tile
-
-// One prepared Q8_K super-block (the AVX-512 tiles' layout).
-struct alignas(64) ActK {
-    int8_t q[256];         // quants; 4 at a time are broadcast to every row's lane
-    int32_t start16[16];   // -32 · Σq of each 16 quants: Q6_K's offset
-    int32_t bs32pair[4];   // (Σq of sub-block 2p, of 2p+1) as an int16 pair: the Q4_K/Q5_K mins' partner
-    int32_t bs16pair[8];   // (Σq of quants 32p..32p+15, of 32p+16..32p+31) as an int16 pair: Q2_K's
-    float d;
-    int32_t pad[3];
-};
-static_assert(sizeof(ActK) == 384, "ActK layout");
-
-size_t act_row_bytes(int64_t n) { return (size_t)(n / QK_K) * sizeof(ActK); }
-
-void prepare_q8_k(const void* src, void* dst, int64_t n) {
-    const BlockQ8_K* x = (const BlockQ8_K*)src;
-    ActK* out = (ActK*)dst;
-    for (int64_t b = 0; b < n / QK_K; b++) {
-        memset(&out[b], 0, sizeof(ActK));
-        memcpy(out[b].q, x[b].qs, 256);
-        for (int j = 0; j < 16; j++) out[b].start16[j] = -32 * x[b].bsums[j];
-        for (int p = 0; p < 4; p++) {
-            const int32_t lo = x[b].bsums[4 * p] + x[b].bsums[4 * p + 1];
-            const int32_t hi = x[b].bsums[4 * p + 2] + x[b].bsums[4 * p + 3];
-            out[b].bs32pair[p] = (int32_t)((uint32_t)(uint16_t)lo | (uint32_t)(uint16_t)hi << 16);
-        }
-        for (int p = 0; p < 8; p++)
-            out[b].bs16pair[p] =
-                (int32_t)((uint32_t)(uint16_t)x[b].bsums[2 * p] | (uint32_t)(uint16_t)x[b].bsums[2 * p + 1] << 16);
-        out[b].d = x[b].d;
-    }
-}
 
 // fp16 in the low half of each int32 lane -> 8 floats.
 inline __m256 halves_to_ps(__m256i x) {
