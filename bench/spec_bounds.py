@@ -12,8 +12,12 @@ rows relative to 1 row, e.g. from `bee bench spec --types none -n 1 --cost-curve
   fixed K / K=L the same source with a realistic depth: K tokens always, or as many as the key is long;
   aligned       longest match plus where the answer was copying from, 0, 1 or 2 tokens on (a substituted,
                 inserted or dropped token), the best of them drafted exactly (an upper bound for a tree of
-                these re-alignments).
-Speed-up = tokens / Σ cost(rows of each decode). Drafts are capped at --max-draft tokens.
+                these re-alignments);
+  aligned tree  the longest-match chain plus, after an edit, a few tokens from each re-aligned source (an
+                inserted token, a substituted one, 1-2 dropped ones matched on the new token), every tree
+                row paid; `re-aligned chain` drafts from the substituted source instead of adding rows.
+Speed-up = tokens / Σ cost(rows of each decode); rows/decode counts the draft rows verified. Drafts are
+capped at --max-draft tokens.
 Usage: bench/spec_bounds.py [--model M] [--prompts FILE] [--tokens 64] [--cost 1,1.18,...] [--threads 2]"""
 import argparse
 import http.client
@@ -58,8 +62,9 @@ def longest_suffix_source(known, max_key=32):
 
 
 def walk(prompt, answer, draft_fn, cost, cap):
-    """(tokens, decodes, cost) of decoding `answer` with drafts from draft_fn(known, i) -> (draft, rows)."""
-    i = decodes = 0
+    """(tokens, decodes, cost, draft rows) of decoding `answer` with drafts from draft_fn(known, i) ->
+    (draft, rows)."""
+    i = decodes = paid = 0
     spent = 0.0
     while i < len(answer):
         draft, rows = draft_fn(prompt + answer[:i], i)
@@ -67,10 +72,11 @@ def walk(prompt, answer, draft_fn, cost, cap):
         a = 0
         while a < len(draft) and i + a < len(answer) and draft[a] == answer[i + a]:
             a += 1
+        paid += rows(a, len(draft))
         spent += cost[rows(a, len(draft))]
         i += min(a + 1, len(answer) - i)
         decodes += 1
-    return len(answer), decodes, spent
+    return len(answer), decodes, spent, paid
 
 
 def main():
@@ -142,6 +148,66 @@ def main():
             return known[best_at:best_at + max(best, 1)], (lambda acc, n: acc)
         return draft
 
+    def realign_sources(known, src):
+        """Where the answer may resume after an edit, src being where it would go on had the bonus token
+        matched: an inserted token (src - 1), a substituted one (src), or 1-2 dropped source tokens,
+        proposed only when the source token there equals the bonus token just sampled."""
+        cands = [src - 1, src]
+        for j in (1, 2):  # the bonus token is source[src - 1 + j]: j tokens were dropped before it
+            if src - 1 + j < len(known) - 1 and known[src - 1 + j] == known[-1]:
+                cands.append(src + j)
+        return cands
+
+    def aligned_tree(prompt, answer, depth, branch, perfect=False):
+        """A real tree, all rows paid: the longest-match chain (`depth(key)` tokens) plus, after an edit (the
+        bonus token is not the source's next token), `branch` tokens from each re-aligned source; accepts
+        the longest matching path. `perfect`: pay only for that path's accepted rows (an upper bound)."""
+        state = {"src": -1}
+
+        def draft(known, i):
+            key, at = longest_suffix_source(known)
+            paths = [(at, depth(key))] if at >= 0 else []
+            src = state["src"]
+            if 0 < src <= len(known) - 1 and known[src - 1] != known[-1]:
+                paths += [(c, branch) for c in realign_sources(known, src) if c != at]
+            paths = [(c, d) for c, d in paths if 0 <= c < len(known) and d > 0]
+            if not paths:
+                state["src"] = -1
+                return [], (lambda acc, n: 0)
+            trie, best, best_at = set(), -1, -1
+            for c, d in paths:
+                seq = tuple(known[c:c + d])
+                trie.update(seq[:j + 1] for j in range(len(seq)))
+                k = 0
+                while k < len(seq) and i + k < len(answer) and seq[k] == answer[i + k]:
+                    k += 1
+                if k > best:
+                    best, best_at = k, c
+            rows = best if perfect else min(len(trie), a.max_draft)
+            state["src"] = best_at + best + 1
+            return known[best_at:best_at + max(best, 1)], (lambda acc, n: rows)
+        return draft
+
+    def realigned_chain(prompt, answer, branch):
+        """No extra rows: after an edit, when no suffix longer than the bonus token matches, draft `branch`
+        tokens from the substituted source instead of the (ambiguous) one-token match."""
+        state = {"src": -1}
+
+        def draft(known, i):
+            key, at = longest_suffix_source(known)
+            src, c, d = state["src"], at, min(key, a.max_draft)
+            if 0 < src <= len(known) - 1 and known[src - 1] != known[-1] and key <= 1:
+                c, d = src, branch
+            if not 0 <= c < len(known):
+                state["src"] = -1
+                return [], (lambda acc, n: 0)
+            seq, k = known[c:c + d], 0
+            while k < len(seq) and i + k < len(answer) and seq[k] == answer[i + k]:
+                k += 1
+            state["src"] = c + k + 1
+            return seq, (lambda acc, n: n)
+        return draft
+
     drafters = {
         "oracle copy (knows the answer)": lambda p, ans: oracle(p, ans),
         "longest match, perfect depth": lambda p, ans: longest(lambda key: a.max_draft, perfect=True),
@@ -149,17 +215,25 @@ def main():
         "longest match, K = 8": lambda p, ans: longest(lambda key: 8),
         "longest match, K = key length": lambda p, ans: longest(lambda key: min(key, a.max_draft)),
         "aligned: longest match or re-aligned source, perfect depth": lambda p, ans: aligned(p, ans),
+        "aligned tree sources (+ insertion, deletions matched on the bonus), perfect depth": lambda p, ans:
+            aligned_tree(p, ans, lambda key: a.max_draft, a.max_draft, perfect=True),
+        "aligned tree, rows paid: key length + 1-token re-alignments": lambda p, ans: aligned_tree(
+            p, ans, lambda key: min(key, a.max_draft), 1),
+        "aligned tree, rows paid: key length + 2-token re-alignments": lambda p, ans: aligned_tree(
+            p, ans, lambda key: min(key, a.max_draft), 2),
+        "re-aligned chain: key length, or 2 tokens from the substituted source": lambda p, ans:
+            realigned_chain(p, ans, 2),
     }
     print(f"model {a.model}, {len(pairs)} prompts x {a.tokens} tokens, drafts <= {a.max_draft}, cost curve {a.cost}\n")
-    print("| drafter | tokens/decode | speed-up bound |")
-    print("|---|---:|---:|")
+    print("| drafter | tokens/decode | rows/decode | speed-up bound |")
+    print("|---|---:|---:|---:|")
     for name, make in drafters.items():
-        tok = dec = 0
+        tok = dec = rows = 0
         spent = 0.0
         for prompt, answer in pairs:
-            t, d, s = walk(prompt, answer, make(prompt, answer), cost, a.max_draft)
-            tok, dec, spent = tok + t, dec + d, spent + s
-        print(f"| {name} | {tok / dec:.2f} | {tok / spent:.2f}x |")
+            t, d, s, r = walk(prompt, answer, make(prompt, answer), cost, a.max_draft)
+            tok, dec, spent, rows = tok + t, dec + d, spent + s, rows + r
+        print(f"| {name} | {tok / dec:.2f} | {rows / dec:.2f} | {tok / spent:.2f}x |")
 
 
 if __name__ == "__main__":
