@@ -200,12 +200,7 @@ void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, i
 template <class W, class Src>
 void tile_any8(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int nr, int nc, float* y,
                size_t ldy) {
-    switch (nc) {
-        case 1: return tile<W, Src, 1>(n, w, ws, a, as, nr, y, ldy);
-        case 2: return tile<W, Src, 2>(n, w, ws, a, as, nr, y, ldy);
-        case 3: return tile<W, Src, 3>(n, w, ws, a, as, nr, y, ldy);
-        default: return tile<W, Src, 4>(n, w, ws, a, as, nr, y, ldy);
-    }
+    x86::with_cols<kCols>(nc, [&]<int C>() { tile<W, Src, C>(n, w, ws, a, as, nr, y, ldy); });
 }
 
 // Rows [o, o + 8) are half o / 8 % 2 of group o / 16: its quants (32 bytes into each 64-byte vector for the

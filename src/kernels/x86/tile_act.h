@@ -1,9 +1,11 @@
 // kernels/x86/tile_act: the prepared activation layouts every quantized tile kernel reads (AVX-512, AVX2 and
 // AVX-VNNI alike, so that all of them reach the same exact integer sums): ActBlock from a Q8_0 / Q8_1 block
-// for the 32-element weight types, ActK from a Q8_K super-block for the K-quants. Plain C++, no intrinsics.
+// for the 32-element weight types, ActK from a Q8_K super-block for the K-quants; and with_cols, which picks
+// a tile compiled for the token count. Plain C++, no intrinsics.
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "base/fp16.h"
 #include "quant/blocks.h"
@@ -79,6 +81,15 @@ inline void prepare_q8_k(const void* src, void* dst, int64_t n) {
                 (int32_t)((uint32_t)(uint16_t)x[b].bsums[2 * p] | (uint32_t)(uint16_t)x[b].bsums[2 * p + 1] << 16);
         out[b].d = x[b].d;
     }
+}
+
+// Calls f.template operator()<C>() with C = nc, for nc in 1..N: the tiles are compiled per token count
+// so their accumulators stay in registers; this picks the instance at run time.
+template <int N, class F>
+inline void with_cols(int nc, F&& f) {
+    [&]<int... I>(std::integer_sequence<int, I...>) {
+        (void)((nc == I + 1 && (f.template operator()<I + 1>(), true)) || ...);
+    }(std::make_integer_sequence<int, N>{});
 }
 
 }  // namespace bee::x86
