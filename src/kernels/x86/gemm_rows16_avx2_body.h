@@ -11,13 +11,12 @@ using x86::prepare_blocks_q8_0;
 using x86::prepare_blocks_q8_1;
 
 constexpr int kRows = 8;  // weight rows per tile: one per int32 lane (half a rows16 group)
-constexpr int kCols = 4;  // tokens per tile: 8 weight vectors + 4 accumulators + temporaries in 16 ymm
+constexpr int kCols = 4;  // tokens per tile: 4 sums + 4 accumulators + a weight vector and temporaries in 16 ymm
 
 // A block of 8 rows: u[k] lane l = the 4 weight bytes of elements 4k..4k+3 of row l (unsigned; Q8_0: the
 // stored q + 128).
 struct Block8 {
     __m256i u[8];
-    __m256 d, m;  // per row: scale (and the _1 types' min)
 };
 
 inline void split_nibbles(const __m256i (&x)[4], Block8& b) {
@@ -84,23 +83,16 @@ template <class W>
 struct Rows16Src {
     const uint8_t *q, *s;
     Rows16Src(const uint8_t* w, size_t ws, int) : q(w), s(w + ws) {}
-    inline Block8 load(int64_t b) const {
-        const uint8_t* qb = q + (size_t)b * W::kQuantBytes;
+    // Raw vector v of block b: the packed nibbles (v < 4) or, for Q8_0, u[v].
+    inline __m256i raw(int64_t b, int v) const {
+        return _mm256_loadu_si256((const __m256i*)(q + (size_t)b * W::kQuantBytes + 64 * v));
+    }
+    inline __m256i qh(int64_t b) const { return raw(b, 4); }
+    // Per row: the scale d and (the _1 types) the min m.
+    inline void scales(int64_t b, __m256& d, __m256& m) const {
         const uint8_t* sb = s + (size_t)b * W::kScaleBytes;
-        Block8 r;
-        if constexpr (W::kNibbles) {
-            const __m256i x[4] = {_mm256_loadu_si256((const __m256i*)qb), _mm256_loadu_si256((const __m256i*)(qb + 64)),
-                                  _mm256_loadu_si256((const __m256i*)(qb + 128)),
-                                  _mm256_loadu_si256((const __m256i*)(qb + 192))};
-            split_nibbles(x, r);
-            if constexpr (W::kFifth) add_fifth_bits(_mm256_loadu_si256((const __m256i*)(qb + 256)), r);
-        } else {
-            #pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) r.u[k] = _mm256_loadu_si256((const __m256i*)(qb + 64 * k));
-        }
-        r.d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)sb));
-        r.m = W::kMin ? _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(sb + 32))) : _mm256_setzero_ps();
-        return r;
+        d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)sb));
+        if constexpr (W::kMin) m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(sb + 32)));
     }
 };
 
@@ -116,48 +108,41 @@ struct GgufSrc {
     inline __m256i gather(const uint8_t* p) const {
         return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int*)p, idx, mask, 1);
     }
-    inline Block8 load(int64_t b) const {
+    inline __m256i raw(int64_t b, int v) const {
         const uint8_t* blk = w + (size_t)b * W::kBlockBytes;
-        Block8 r;
-        if constexpr (W::kNibbles) {
-            const __m256i x[4] = {gather(blk + W::kQsAt), gather(blk + W::kQsAt + 4), gather(blk + W::kQsAt + 8),
-                                  gather(blk + W::kQsAt + 12)};
-            split_nibbles(x, r);
-            if constexpr (W::kFifth) add_fifth_bits(gather(blk + W::kQhAt), r);
-        } else {
-            #pragma GCC unroll 8
-            for (int k = 0; k < 8; k++)  // q + 128 as unsigned, as the rows16 layout stores it
-                r.u[k] = _mm256_xor_si256(gather(blk + W::kQsAt + 4 * k), _mm256_set1_epi8((char)0x80));
-        }
-        const __m256i dm = gather(blk);  // d (and the _1 types' m in the high half)
-        r.d = halves_to_ps(dm);
-        r.m = W::kMin ? halves_to_ps(_mm256_srli_epi32(dm, 16)) : _mm256_setzero_ps();
-        return r;
+        if constexpr (W::kNibbles) return gather(blk + W::kQsAt + 4 * v);
+        // q + 128 as unsigned, as the rows16 layout stores it
+        return _mm256_xor_si256(gather(blk + W::kQsAt + 4 * v), _mm256_set1_epi8((char)0x80));
+    }
+    inline __m256i qh(int64_t b) const { return gather(w + (size_t)b * W::kBlockBytes + W::kQhAt); }
+    inline void scales(int64_t b, __m256& d, __m256& m) const {
+        const __m256i dm = gather(w + (size_t)b * W::kBlockBytes);  // d (and the _1 types' m in the high half)
+        d = halves_to_ps(dm);
+        if constexpr (W::kMin) m = halves_to_ps(_mm256_srli_epi32(dm, 16));
     }
 };
 
-// Σ u·a over the block for the 8 rows (exact), plus the activation block's start for the _0 types.
+// Q5_0 / Q5_1 block b of either source as 8 vectors u[k] (u <= 31).
+template <class W, class Src>
+inline Block8 load_block5(const Src& src, int64_t b) {
+    Block8 r;
+    const __m256i x[4] = {src.raw(b, 0), src.raw(b, 1), src.raw(b, 2), src.raw(b, 3)};
+    split_nibbles(x, r);
+    add_fifth_bits(src.qh(b), r);
+    return r;
+}
+
+// Σ u·a over a Q5 block for the 8 rows (exact), plus the activation block's start for Q5_0.
 template <class W>
-inline __m256i block_dot(const Block8& wb, const ActBlock* ab) {
-    const __m256i ones = _mm256_set1_epi16(1);
+inline __m256i block_dot5(const Block8& wb, const ActBlock* ab) {
     const auto a = [ab](int k) { return _mm256_set1_epi32(ab->q4[k]); };
     __m256i sum;
-    if constexpr (kVnni) {  // AVX-VNNI: vpdpbusd does it all (Q8_0's bytes are q + 128, start = -128·Σa)
+    if constexpr (kVnni) {
         sum = _mm256_setzero_si256();
         #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) sum = _mm256_dpbusd_avx_epi32(sum, wb.u[k], a(k));
-    } else if constexpr (W::kSigned) {  // u = q + 128: |q| · sign(a, q), one vpmaddwd per pair of products
-        const __m256i flip = _mm256_set1_epi8((char)0x80);
-        sum = _mm256_setzero_si256();
-        #pragma GCC unroll 8
-        for (int k = 0; k < 8; k++) {
-            const __m256i q = _mm256_xor_si256(wb.u[k], flip);
-            const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(q), _mm256_sign_epi8(a(k), q));
-            sum = _mm256_add_epi32(sum, _mm256_madd_epi16(p, ones));
-        }
-        // Σ q·a directly (prepared with start = 0); the AVX-512 tile reaches the same integer as
-        // Σ (q + 128)·a - 128·Σa
-    } else if constexpr (W::kFifth) {  // u <= 31: four products per s16 sum at most
+    } else {  // four products per s16 sum at most
+        const __m256i ones = _mm256_set1_epi16(1);
         __m256i p0 = _mm256_maddubs_epi16(wb.u[0], a(0)), p1 = _mm256_maddubs_epi16(wb.u[4], a(4));
         #pragma GCC unroll 8
         for (int k = 1; k < 4; k++) {
@@ -165,14 +150,70 @@ inline __m256i block_dot(const Block8& wb, const ActBlock* ab) {
             p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(wb.u[k + 4], a(k + 4)));
         }
         sum = _mm256_add_epi32(_mm256_madd_epi16(p0, ones), _mm256_madd_epi16(p1, ones));
-    } else {  // u <= 15: all eight in one s16 sum
-        __m256i p = _mm256_maddubs_epi16(wb.u[0], a(0));
-        #pragma GCC unroll 8
-        for (int k = 1; k < 8; k++) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(wb.u[k], a(k)));
-        sum = _mm256_madd_epi16(p, ones);
     }
     if constexpr (!W::kMin) sum = _mm256_add_epi32(sum, _mm256_set1_epi32(ab->start));
     return sum;
+}
+
+// An empty asm that "changes" x: the compiler can no longer regroup the additions into x around it. GCC
+// otherwise reassociates the C s16 chains into trees whose products are all live at once, and spills.
+inline void keep_order(__m256i& x) { asm("" : "+x"(x)); }
+
+// Σ u·a of block b for the 8 rows and each of the C tokens (exact), plus the _0 types' start. The loops
+// run vector by vector over the tokens, so one weight vector is live at a time and the C sums, the C
+// accumulators and the temporaries fit in the 16 ymm registers (all 8 vectors for 4 tokens would spill).
+template <class W, class Src, int C>
+inline void block_dots(const Src& src, int64_t b, const ActBlock* const (&ab)[C], __m256i (&sum)[C]) {
+    const auto a = [&ab](int c, int k) { return _mm256_set1_epi32(ab[c]->q4[k]); };
+    const __m256i ones = _mm256_set1_epi16(1);
+    if constexpr (W::kFifth) {  // Q5_0 / Q5_1: the whole block, token by token
+        const Block8 wb = load_block5<W>(src, b);
+        #pragma GCC unroll 8
+        for (int c = 0; c < C; c++) sum[c] = block_dot5<W>(wb, ab[c]);
+        return;
+    } else if constexpr (W::kNibbles) {  // Q4_0 / Q4_1: u <= 15, all eight products of a block in one s16 sum
+        const __m256i lo = _mm256_set1_epi8(0x0F);
+        #pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) {
+            const __m256i x = src.raw(b, v);
+            const __m256i u0 = _mm256_and_si256(x, lo), u1 = _mm256_and_si256(_mm256_srli_epi16(x, 4), lo);
+            #pragma GCC unroll 8
+            for (int c = 0; c < C; c++) {
+                if constexpr (kVnni) {
+                    const __m256i s = v ? sum[c] : _mm256_setzero_si256();
+                    sum[c] = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(s, u0, a(c, v)), u1, a(c, v + 4));
+                } else {
+                    const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u0, a(c, v)),
+                                                       _mm256_maddubs_epi16(u1, a(c, v + 4)));
+                    sum[c] = v ? _mm256_add_epi16(sum[c], t) : t;  // s16 until the last vector
+                    keep_order(sum[c]);
+                }
+            }
+        }
+        #pragma GCC unroll 8
+        for (int c = 0; c < C; c++) {
+            if constexpr (!kVnni) sum[c] = _mm256_madd_epi16(sum[c], ones);
+            if constexpr (!W::kMin) sum[c] = _mm256_add_epi32(sum[c], _mm256_set1_epi32(ab[c]->start));
+        }
+    } else {  // Q8_0: u = q + 128
+        const __m256i flip = _mm256_set1_epi8((char)0x80);
+        #pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            const __m256i u = src.raw(b, k);
+            const __m256i q = _mm256_xor_si256(u, flip), aq = _mm256_abs_epi8(q);
+            #pragma GCC unroll 8
+            for (int c = 0; c < C; c++) {
+                __m256i t;
+                if constexpr (kVnni) {  // start = -128·Σa
+                    t = _mm256_dpbusd_avx_epi32(k ? sum[c] : _mm256_set1_epi32(ab[c]->start), u, a(c, k));
+                } else {  // |q| · sign(a, q): Σ q·a directly (prepared with start = 0)
+                    t = _mm256_madd_epi16(_mm256_maddubs_epi16(aq, _mm256_sign_epi8(a(c, k), q)), ones);
+                    if (k) t = _mm256_add_epi32(sum[c], t);
+                }
+                sum[c] = t;
+            }
+        }
+    }
 }
 
 // The 8 × C tile over blocks of Src; prepared activation rows `as` bytes apart.
@@ -183,13 +224,18 @@ void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, i
     #pragma GCC unroll 8
     for (int c = 0; c < C; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 32; b++) {
-        const Block8 wb = src.load(b);
+        const ActBlock* ab[C];
+        #pragma GCC unroll 8
+        for (int c = 0; c < C; c++) ab[c] = (const ActBlock*)(a + c * as) + b;
+        __m256i sum[C];
+        block_dots<W, Src, C>(src, b, ab, sum);
+        __m256 d, m;
+        src.scales(b, d, m);
         #pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
-            const ActBlock* ab = (const ActBlock*)(a + c * as) + b;
-            const __m256 f = _mm256_cvtepi32_ps(block_dot<W>(wb, ab));
-            acc[c] = _mm256_fmadd_ps(f, _mm256_mul_ps(wb.d, _mm256_set1_ps(ab->d)), acc[c]);
-            if constexpr (W::kMin) acc[c] = _mm256_fmadd_ps(wb.m, _mm256_set1_ps(ab->s), acc[c]);
+            const __m256 f = _mm256_cvtepi32_ps(sum[c]);
+            acc[c] = _mm256_fmadd_ps(f, _mm256_mul_ps(d, _mm256_set1_ps(ab[c]->d)), acc[c]);
+            if constexpr (W::kMin) acc[c] = _mm256_fmadd_ps(m, _mm256_set1_ps(ab[c]->s), acc[c]);
         }
     }
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
