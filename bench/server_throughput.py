@@ -4,6 +4,9 @@ single server stream vs `bee run` on the same model, alternating rounds because 
 Usage: bench/server_throughput.py [--streams 8] [--tokens 128] [--rounds 3] [--threads 2]
 Every request is greedy with ignore_eos, so each generates exactly --tokens tokens.
 
+With --compare BIN it times 1 stream and N streams on two binaries instead (this one, BEE_BIN or
+build/bee, against BIN, e.g. a build of an older commit), a fresh server of each in turn every round.
+
 With --spec-type T it compares speculation T against none instead, on the grounded prompt set
 (bench/prompts/grounded.jsonl, chat, greedy): one stream over --prompts prompts in turn (generation
 tokens/s from the server's timings) and --streams concurrent streams over the next ones (aggregate
@@ -103,6 +106,31 @@ def spec_main(a):
           f"({t} vs none)")
 
 
+def compare_main(a):
+    """1 and N streams on BEE and on a.compare, alternating fresh servers each round."""
+    import server_common
+    bins = {"this": str(BEE), "other": a.compare}
+    one, many = {k: [] for k in bins}, {k: [] for k in bins}
+    for r in range(a.rounds):
+        for name, binary in bins.items():
+            server_common.BEE = binary
+            proc, port = start_server("-c", str(a.streams * 1024), "-np", str(a.streams), "-t", str(a.threads))
+            try:
+                run_streams(port, a.streams, 16)  # the first steps of a fresh process are slow
+                one[name].append(run_streams(port, 1, a.tokens))
+                many[name].append(run_streams(port, a.streams, a.tokens))
+            finally:
+                stop_server(proc)
+            print(f"round {r + 1} {name}: 1 stream {one[name][-1]:.1f} tok/s, {a.streams} streams "
+                  f"{many[name][-1]:.1f} tok/s (x{many[name][-1] / one[name][-1]:.2f})", flush=True)
+    med = statistics.median
+    for name, binary in bins.items():
+        print(f"median {name} ({binary}): 1 stream {med(one[name]):.1f} tok/s, {a.streams} streams "
+              f"{med(many[name]):.1f} tok/s = x{med(many[name]) / med(one[name]):.2f}")
+    print(f"this / other: 1 stream x{med(one['this']) / med(one['other']):.3f}, {a.streams} streams "
+          f"x{med(many['this']) / med(many['other']):.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--streams", type=int, default=8)
@@ -111,7 +139,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--spec-type", help="compare this speculative type against none on grounded prompts")
     ap.add_argument("--prompts", type=int, default=4, help="grounded prompts for the single stream (--spec-type)")
+    ap.add_argument("--compare", metavar="BIN", help="time 1 and N streams on this binary and on BIN instead")
     a = ap.parse_args()
+    if a.compare:
+        return compare_main(a)
     if a.spec_type:
         return spec_main(a)
     proc, port = start_server("-c", str(a.streams * 1024), "-np", str(a.streams), "-t", str(a.threads))

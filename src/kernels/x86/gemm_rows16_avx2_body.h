@@ -13,8 +13,7 @@ using x86::prepare_blocks_q8_1;
 constexpr int kRows = 8;  // weight rows per tile: one per int32 lane (half a rows16 group)
 constexpr int kCols = 4;  // tokens per tile: 4 sums + 4 accumulators + a weight vector and temporaries in 16 ymm
 
-// A block of 8 rows: u[k] lane l = the 4 weight bytes of elements 4k..4k+3 of row l (unsigned; Q8_0: the
-// stored q + 128).
+// A Q5 block of 8 rows: u[k] lane l = the 4 weight bytes of elements 4k..4k+3 of row l (unsigned).
 struct Block8 {
     __m256i u[8];
 };
@@ -51,27 +50,27 @@ inline __m256 halves_to_ps(__m256i x) {
 }
 
 struct Q4_0 {
-    static constexpr bool kMin = false, kNibbles = true, kFifth = false, kSigned = false;
+    static constexpr bool kMin = false, kNibbles = true, kFifth = false;
     static constexpr size_t kQuantBytes = 256, kScaleBytes = 32;  // per 16-row group, as rows16_geometry says
     static constexpr size_t kBlockBytes = sizeof(BlockQ4_0), kQsAt = 2, kQhAt = 0;
 };
 struct Q4_1 {
-    static constexpr bool kMin = true, kNibbles = true, kFifth = false, kSigned = false;
+    static constexpr bool kMin = true, kNibbles = true, kFifth = false;
     static constexpr size_t kQuantBytes = 256, kScaleBytes = 64;
     static constexpr size_t kBlockBytes = sizeof(BlockQ4_1), kQsAt = 4, kQhAt = 0;
 };
 struct Q5_0 {
-    static constexpr bool kMin = false, kNibbles = true, kFifth = true, kSigned = false;
+    static constexpr bool kMin = false, kNibbles = true, kFifth = true;
     static constexpr size_t kQuantBytes = 320, kScaleBytes = 32;
     static constexpr size_t kBlockBytes = sizeof(BlockQ5_0), kQsAt = 6, kQhAt = 2;
 };
 struct Q5_1 {
-    static constexpr bool kMin = true, kNibbles = true, kFifth = true, kSigned = false;
+    static constexpr bool kMin = true, kNibbles = true, kFifth = true;
     static constexpr size_t kQuantBytes = 320, kScaleBytes = 64;
     static constexpr size_t kBlockBytes = sizeof(BlockQ5_1), kQsAt = 8, kQhAt = 4;
 };
 struct Q8_0 {
-    static constexpr bool kMin = false, kNibbles = false, kFifth = false, kSigned = true;
+    static constexpr bool kMin = false, kNibbles = false, kFifth = false;
     static constexpr size_t kQuantBytes = 512, kScaleBytes = 32;
     static constexpr size_t kBlockBytes = sizeof(BlockQ8_0), kQsAt = 2, kQhAt = 0;
 };
@@ -249,7 +248,7 @@ void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, i
         #pragma GCC unroll 8
         for (int c = 0; c < C; c++) ab[c] = (const ActBlock*)(a + c * as) + b;
         __m256 d, m;
-        src.scales(b, d, m);  // first: their stream's misses overlap the products
+        src.scales(b, d, m);  // a stream of its own: read before the products, as the quants are
         __m256i sum[C];
         block_dots<W, Src, C>(src, b, ab, sum);
         #pragma GCC unroll 8
