@@ -99,6 +99,43 @@ inline __attribute__((always_inline)) void add_sub_block(const __m256i (&u)[K], 
     }
 }
 
+// An empty asm that "changes" x: GCC can no longer regroup the additions into x around it (it otherwise
+// reassociates the C s16 chains into trees whose products are all live at once, and spills).
+inline void keep_order(__m256i& x) { asm("" : "+x"(x)); }
+
+// add_sub_block for u <= 15 (Q4_K: all K <= 8 products in one s16 sum), with the element vectors made one
+// at a time by u_of(k) and the tokens inside, so one element vector is live beside the C sums (4 tokens
+// fit the 16 ymm registers; all 8 vectors would spill). The same exact integers.
+template <int K, int C, class U>
+inline __attribute__((always_inline)) void add_sub_block_by_vector(U&& u_of, __m256i sc, const uint8_t* a, size_t as,
+                                                                   int64_t b, int e0, __m256i (&isum)[C]) {
+    static_assert(K <= 8, "8 · 2 · 15 · 128 < 32768: the s16 sums cannot saturate");
+    const int32_t* q4[C];
+    #pragma GCC unroll 4
+    for (int c = 0; c < C; c++) q4[c] = (const int32_t*)(((const ActK*)(a + c * as) + b)->q + e0);
+    __m256i s[C];
+    #pragma GCC unroll 8
+    for (int k = 0; k < K; k++) {
+        const __m256i u = u_of(k);
+        #pragma GCC unroll 4
+        for (int c = 0; c < C; c++) {
+            const __m256i a4 = _mm256_set1_epi32(q4[c][k]);
+            if constexpr (kVnni) {
+                s[c] = _mm256_dpbusd_avx_epi32(k ? s[c] : _mm256_setzero_si256(), u, a4);
+            } else {
+                const __m256i t = _mm256_maddubs_epi16(u, a4);
+                s[c] = k ? _mm256_add_epi16(s[c], t) : t;  // s16 until the last vector
+                keep_order(s[c]);
+            }
+        }
+    }
+    #pragma GCC unroll 4
+    for (int c = 0; c < C; c++) {
+        if constexpr (!kVnni) s[c] = _mm256_madd_epi16(s[c], _mm256_set1_epi16(1));
+        isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(s[c], sc));
+    }
+}
+
 // Q2_K: the 16 scale bytes (sc low nibble, m high) at words 0-3, qs (byte 32h + l: elements 128h + l,
 // +32, +64, +96 in bits 0-1, 2-3, 4-5, 6-7) at words 4-19, d and dmin at word 20.
 struct Q2K {
@@ -217,19 +254,33 @@ struct QxK {
         #pragma GCC unroll 8
         for (int c = 0; c < C; c++) isum[c] = _mm256_setzero_si256();
         const __m256i lo4 = _mm256_set1_epi8(0x0F), byte = _mm256_set1_epi32(0xff);
-        #pragma GCC unroll 1
-        for (int j = 0; j < 8; j++) {
-            const __m256i scj = _mm256_and_si256(_mm256_srli_epi32(sc[j / 4], 8 * (j % 4)), byte);
-            __m256i u[8];
-            #pragma GCC unroll 8
-            for (int k = 0; k < 8; k++) {
-                const __m256i x = src.word(b, kQsWord + 8 * (j / 2) + k);
-                u[k] = _mm256_and_si256(j % 2 ? _mm256_srli_epi16(x, 4) : x, lo4);
-                if constexpr (kFifth)
-                    u[k] = _mm256_or_si256(u[k], _mm256_and_si256(shift_bits(src.word(b, 4 + k), 4 - j),
-                                                                  _mm256_set1_epi8(0x10)));
+        if constexpr (kFifth) {  // Q5_K: all 8 element vectors of a sub-block, then the tokens
+            #pragma GCC unroll 1
+            for (int j = 0; j < 8; j++) {
+                const __m256i scj = _mm256_and_si256(_mm256_srli_epi32(sc[j / 4], 8 * (j % 4)), byte);
+                __m256i u[8];
+                #pragma GCC unroll 8
+                for (int k = 0; k < 8; k++) {
+                    const __m256i x = src.word(b, kQsWord + 8 * (j / 2) + k);
+                    u[k] = _mm256_or_si256(_mm256_and_si256(j % 2 ? _mm256_srli_epi16(x, 4) : x, lo4),
+                                           _mm256_and_si256(shift_bits(src.word(b, 4 + k), 4 - j), _mm256_set1_epi8(0x10)));
+                }
+                add_sub_block<8, 4, C>(u, scj, a, as, b, -1, 32 * j, isum);
             }
-            add_sub_block<8, kFifth ? 4 : 8, C>(u, scj, a, as, b, -1, 32 * j, isum);
+        } else {  // Q4_K: vector by vector (add_sub_block_by_vector); j in pairs, so the nibble is a constant
+            const auto sub = [&]<int kOdd>(int j) {
+                const __m256i scj = _mm256_and_si256(_mm256_srli_epi32(sc[j / 4], 8 * (j % 4)), byte);
+                const auto u_of = [&](int k) {
+                    const __m256i x = src.word(b, kQsWord + 8 * (j / 2) + k);
+                    return _mm256_and_si256(kOdd ? _mm256_srli_epi16(x, 4) : x, lo4);
+                };
+                add_sub_block_by_vector<8, C>(u_of, scj, a, as, b, 32 * j, isum);
+            };
+            #pragma GCC unroll 1
+            for (int j = 0; j < 8; j += 2) {
+                sub.template operator()<0>(j);
+                sub.template operator()<1>(j + 1);
+            }
         }
         // mins as int16 pairs (m_2p, m_2p+1) per lane
         __m256i mp[4];
