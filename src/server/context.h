@@ -12,9 +12,11 @@
 #include "model/engine.h"
 #include "model/model.h"
 #include "sample/sampler.h"
-#include "server/scheduler.h"
+#include "runtime/scheduler.h"
 
 namespace bee::server {
+
+using namespace bee::runtime;  // the server speaks the runtime's task and slot types
 
 enum class ReasoningFormat { none, auto_, deepseek, deepseek_legacy };
 // "none" | "auto" | "deepseek" | "deepseek-legacy"; throws bee::Error naming `where` otherwise.

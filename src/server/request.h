@@ -8,9 +8,11 @@
 
 #include "server/context.h"
 #include "server/http_util.h"
-#include "server/task.h"
+#include "runtime/task.h"
 
 namespace bee::server {
+
+using namespace bee::runtime;  // the server speaks the runtime's task and slot types
 
 enum class Api { native, oai_completion, oai_chat };
 

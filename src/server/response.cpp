@@ -199,7 +199,7 @@ static Json token_probs(const std::vector<TokenInfo>& tokens, const Tokenizer& t
             return Json{{"token", piece}, {key, value}, {"bytes", byte_list(piece)}};
         };
         Json top = Json::array();
-        for (const TokenProb& p : t.top) top.push_back(entry(p.id, p.logprob));
+        for (const TokenLogprob& p : t.top) top.push_back(entry(p.id, p.logprob));
         Json e = entry(t.id, t.logprob);
         e[t.post ? "top_probs" : "top_logprobs"] = std::move(top);
         out.push_back(std::move(e));

@@ -9,9 +9,11 @@
 
 #include "server/context.h"
 #include "server/http_util.h"
-#include "server/task.h"
+#include "runtime/task.h"
 
 namespace bee::server {
+
+using namespace bee::runtime;  // the server speaks the runtime's task and slot types
 
 // A finished task's whole output (non-streaming requests).
 struct TaskResult {

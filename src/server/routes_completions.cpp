@@ -140,7 +140,7 @@ Json oai_text_logprobs(const ServerContext& ctx, const std::vector<TokenInfo>& t
         tokens.push_back(ctx.tokenizer().token_to_piece(t.id, false));
         lps.push_back(t.logprob);
         Json top = Json::object();
-        for (const TokenProb& p : t.top) top[ctx.tokenizer().token_to_piece(p.id, false)] = p.logprob;
+        for (const TokenLogprob& p : t.top) top[ctx.tokenizer().token_to_piece(p.id, false)] = p.logprob;
         tops.push_back(top);
     }
     return Json{{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}};

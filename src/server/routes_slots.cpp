@@ -1,12 +1,12 @@
 // server/routes_slots: POST /slots/{id}?action=save|restore|erase (llama-server's slot persistence).
 // The request is checked here (slot id, action, file name); the work runs on the inference thread as
-// a slot action (server/slot_save), once the slot is idle.
+// a slot action (runtime/slot_save), once the slot is idle.
 #include <memory>
 
 #include "base/error.h"
 #include "server/response.h"
 #include "server/routes.h"
-#include "server/slot_save.h"
+#include "runtime/slot_save.h"
 
 namespace bee::server {
 

@@ -1,11 +1,11 @@
-// server/slot_spec: a slot's speculative step inside the shared batch — draft and add its rows, then
+// runtime/slot_spec: a slot's speculative step inside the shared batch — draft and add its rows, then
 // verify, commit the KV cache and emit the accepted tokens through the ordinary per-token path
 // (contract in spec/speculator.h).
 #include <algorithm>
 
-#include "server/slot.h"
+#include "runtime/slot.h"
 
-namespace bee::server {
+namespace bee::runtime {
 
 // Inside a reasoning span a budget or the loop guard may force the close tag after any token. The
 // draft tokens after it are then dropped, but the sampler's penalty window has already seen them (it
@@ -77,4 +77,4 @@ std::vector<std::string> Slot::spec_types() const {
     return {};
 }
 
-}  // namespace bee::server
+}  // namespace bee::runtime

@@ -10,11 +10,11 @@
 
 #include "base/error.h"
 #include "kv/kv_state.h"
-#include "server/slot_save.h"
+#include "runtime/slot_save.h"
 
 namespace fs = std::filesystem;
 using namespace bee;
-using namespace bee::server;
+using namespace bee::runtime;
 
 namespace {
 

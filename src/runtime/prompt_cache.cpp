@@ -1,10 +1,10 @@
-// server/prompt_cache: the RAM prompt cache (see the header).
-#include "server/prompt_cache.h"
+// runtime/prompt_cache: the RAM prompt cache (see the header).
+#include "runtime/prompt_cache.h"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-namespace bee::server {
+namespace bee::runtime {
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
     size_t n = 0;
@@ -52,4 +52,4 @@ const PromptCacheRam::Entry* PromptCacheRam::best(const std::vector<int32_t>& pr
     return &entries_.front();
 }
 
-}  // namespace bee::server
+}  // namespace bee::runtime

@@ -1,4 +1,4 @@
-// server/slot: one generation lane of the scheduler. A slot owns sequence `id` in the engine's KV cache,
+// runtime/slot: one generation lane of the scheduler. A slot owns sequence `id` in the engine's KV cache,
 // remembers which tokens that sequence holds (the prompt cache), and runs one task at a time: sampling,
 // detokenizing, stop strings, reasoning split, reasoning budget and loop guard, finish bookkeeping.
 #pragma once
@@ -14,12 +14,12 @@
 #include "model/batch.h"
 #include "sample/grammar.h"
 #include "sample/sampler.h"
-#include "server/task.h"
-#include "server/text_output.h"
+#include "runtime/task.h"
+#include "runtime/text_output.h"
 #include "spec/speculator.h"
 #include "tokenizer/tokenizer.h"
 
-namespace bee::server {
+namespace bee::runtime {
 
 class Slot {
 public:
@@ -134,4 +134,4 @@ private:
     std::vector<int32_t> generated_;  // the task's tokens (Speculator::end feeds cross-request drafters)
 };
 
-}  // namespace bee::server
+}  // namespace bee::runtime

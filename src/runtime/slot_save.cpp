@@ -1,11 +1,11 @@
-// server/slot_save: slot save / restore / erase (see the header).
-#include "server/slot_save.h"
+// runtime/slot_save: slot save / restore / erase (see the header).
+#include "runtime/slot_save.h"
 
 #include "base/error.h"
 #include "base/timer.h"
 #include "kv/kv_state.h"
 
-namespace bee::server {
+namespace bee::runtime {
 
 bool valid_slot_filename(const std::string& name) {
     if (name.empty() || name.size() > 255 || name == "." || name.find("..") != std::string::npos) return false;
@@ -70,4 +70,4 @@ SlotActionResult slot_erase(KvCache& kv, int seq, std::vector<int32_t>& cache) {
     return r;
 }
 
-}  // namespace bee::server
+}  // namespace bee::runtime

@@ -1,10 +1,10 @@
-// server/slot: per-task sampling and output for one scheduler slot.
-#include "server/slot.h"
+// runtime/slot: per-task sampling and output for one scheduler slot.
+#include "runtime/slot.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace bee::server {
+namespace bee::runtime {
 
 Slot::Slot(int id, const Tokenizer& tok, int32_t n_vocab, SpecShared* spec)
     : id_(id), tok_(tok), n_vocab_(n_vocab), spec_shared_(spec) {
@@ -331,4 +331,4 @@ void Slot::release() {
     drafting_ = false;
 }
 
-}  // namespace bee::server
+}  // namespace bee::runtime

@@ -1,9 +1,9 @@
-// server/text_output: stop-string matching with hold-back, and the reasoning split.
-#include "server/text_output.h"
+// runtime/text_output: stop-string matching with hold-back, and the reasoning split.
+#include "runtime/text_output.h"
 
 #include <algorithm>
 
-namespace bee::server {
+namespace bee::runtime {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops) {
     for (std::string& s : stops)
@@ -81,4 +81,4 @@ TextDelta TextOutput::flush() {
     return d;
 }
 
-}  // namespace bee::server
+}  // namespace bee::runtime

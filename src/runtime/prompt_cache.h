@@ -1,4 +1,4 @@
-// server/prompt_cache: --cache-ram, a host-RAM store of slots' KV (tokens + sequence state) so a prompt
+// runtime/prompt_cache: --cache-ram, a host-RAM store of slots' KV (tokens + sequence state) so a prompt
 // whose prefix was computed before, on a slot since taken by another prompt, is restored instead of
 // recomputed. Entries are keyed by an xxhash of their tokens (saving the same tokens twice keeps one),
 // looked up by longest common prefix, and evicted least recently used first beyond the byte limit.
@@ -10,7 +10,7 @@
 
 #include "kv/kv_state.h"
 
-namespace bee::server {
+namespace bee::runtime {
 
 // Length of the longest common prefix of two token sequences.
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
@@ -41,4 +41,4 @@ private:
     std::list<Entry> entries_;  // most recently used first
 };
 
-}  // namespace bee::server
+}  // namespace bee::runtime

@@ -2,10 +2,10 @@
 // a longer one dropped, least recently used evicted beyond the byte limit.
 #include <gtest/gtest.h>
 
-#include "server/prompt_cache.h"
+#include "runtime/prompt_cache.h"
 
 using bee::SeqState;
-using bee::server::PromptCacheRam;
+using bee::runtime::PromptCacheRam;
 
 namespace {
 

@@ -1,4 +1,4 @@
-// server/scheduler: the one inference thread. Tasks wait in a queue, are given a slot (pinned, best
+// runtime/scheduler: the one inference thread. Tasks wait in a queue, are given a slot (pinned, best
 // cached-prefix match, or least recently used), and every step builds ONE batch from all busy slots —
 // one decode row per generating slot plus prefill chunks of new prompts, within the logical batch size —
 // decodes it and samples each slot's next token (continuous batching). With speculative decoding a
@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "model/engine.h"
-#include "server/prompt_cache.h"
-#include "server/slot.h"
-#include "server/task.h"
+#include "runtime/prompt_cache.h"
+#include "runtime/slot.h"
+#include "runtime/task.h"
 #include "spec/registry.h"
 
-namespace bee::server {
+namespace bee::runtime {
 
 struct SchedulerParams {
     int32_t n_parallel = 4;         // slots = KV sequences 0..n_parallel-1
@@ -109,4 +109,4 @@ private:
     std::thread thread_;
 };
 
-}  // namespace bee::server
+}  // namespace bee::runtime

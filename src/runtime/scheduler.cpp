@@ -1,5 +1,5 @@
-// server/scheduler: slot assignment, batch building, decode, sampling — all on one thread.
-#include "server/scheduler.h"
+// runtime/scheduler: slot assignment, batch building, decode, sampling — all on one thread.
+#include "runtime/scheduler.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@
 #include "base/timer.h"
 #include "kv/kv_state.h"
 
-namespace bee::server {
+namespace bee::runtime {
 
 Scheduler::Scheduler(Engine& engine, const SchedulerParams& params) : eng_(engine), params_(params) {
     if (params_.n_parallel < 1 || params_.n_parallel > engine.params().n_seq_max)
@@ -435,4 +435,4 @@ void Scheduler::publish() {
     metrics_.n_tokens_max = std::max(metrics_.n_tokens_max, max_tokens);
 }
 
-}  // namespace bee::server
+}  // namespace bee::runtime

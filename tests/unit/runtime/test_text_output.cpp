@@ -2,11 +2,11 @@
 // partial; reasoning split after stop strings.
 #include <gtest/gtest.h>
 
-#include "server/text_output.h"
+#include "runtime/text_output.h"
 
-using bee::server::StopMatcher;
-using bee::server::TextDelta;
-using bee::server::TextOutput;
+using bee::runtime::StopMatcher;
+using bee::runtime::TextDelta;
+using bee::runtime::TextOutput;
 
 namespace {
 

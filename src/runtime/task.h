@@ -1,4 +1,4 @@
-// server/task: the typed work item a request becomes at the edge (no JSON past this point), and the
+// runtime/task: the typed work item a request becomes at the edge (no JSON past this point), and the
 // channel the scheduler streams its results back through.
 #pragma once
 #include <atomic>
@@ -19,7 +19,7 @@ namespace bee {
 class KvCache;
 }
 
-namespace bee::server {
+namespace bee::runtime {
 
 // How a generation should run: everything a slot needs, already validated.
 struct GenParams {
@@ -64,7 +64,7 @@ struct GenParams {
     std::shared_ptr<const GrammarVocab> grammar_vocab;
 };
 
-struct TokenProb {
+struct TokenLogprob {
     int32_t id = 0;
     float logprob = 0;
 };
@@ -74,7 +74,7 @@ struct TokenProb {
 struct TokenInfo {
     int32_t id = 0;
     float logprob = 0;
-    std::vector<TokenProb> top;  // best alternatives, most likely first
+    std::vector<TokenLogprob> top;  // best alternatives, most likely first
     bool post = false;
 };
 
@@ -155,4 +155,4 @@ struct Task {
     std::shared_ptr<TaskChannel> channel = std::make_shared<TaskChannel>();
 };
 
-}  // namespace bee::server
+}  // namespace bee::runtime

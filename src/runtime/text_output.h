@@ -1,4 +1,4 @@
-// server/text_output: turns a slot's detokenized pieces into what the client sees — stop strings
+// runtime/text_output: turns a slot's detokenized pieces into what the client sees — stop strings
 // found and cut (a partial match at the end is held back until resolved), then the reasoning span
 // split off into reasoning_content when the request asks for it.
 #pragma once
@@ -9,7 +9,7 @@
 
 #include "chat/reasoning.h"
 
-namespace bee::server {
+namespace bee::runtime {
 
 class StopMatcher {
 public:
@@ -47,4 +47,4 @@ private:
     std::unique_ptr<chat::ReasoningParser> parser_;
 };
 
-}  // namespace bee::server
+}  // namespace bee::runtime

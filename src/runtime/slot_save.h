@@ -1,4 +1,4 @@
-// server/slot_save: llama-server's slot actions — save a slot's cached tokens and KV cells to a file,
+// runtime/slot_save: llama-server's slot actions — save a slot's cached tokens and KV cells to a file,
 // restore them into a slot, or erase the slot's cache. They run on the inference thread between steps
 // (Task::slot_action); the file format is kv/kv_state's, whose header names the model and the KV
 // layout so a file from another model or KV type is refused with a clear error, never loaded.
@@ -9,7 +9,7 @@
 
 #include "kv/kv_cache.h"
 
-namespace bee::server {
+namespace bee::runtime {
 
 struct SlotActionResult {
     int32_t n_tokens = 0;  // tokens saved / restored / erased
@@ -34,4 +34,4 @@ SlotActionResult slot_restore(KvCache& kv, int seq, std::vector<int32_t>& cache,
                               const std::string& path, const std::string& model_tag);
 SlotActionResult slot_erase(KvCache& kv, int seq, std::vector<int32_t>& cache);
 
-}  // namespace bee::server
+}  // namespace bee::runtime
