@@ -116,7 +116,7 @@ void run_config(Engine& eng, const BenchSpecOptions& o, const std::vector<std::v
         const auto on_token = [&cpu_first](int32_t) {
             if (cpu_first < 0) cpu_first = process_cpu_ms();
         };
-        eng.kv().clear();
+        eng.memory().clear_all();
         Sampler sampler(with_vocab(o.sampling, eng.model()), eng.model().hparams().n_vocab);
         std::unique_ptr<Speculator> fresh = shared && !kept ? std::make_unique<Speculator>(*shared) : nullptr;
         Speculator* spec = kept ? kept.get() : fresh.get();

@@ -44,7 +44,7 @@ std::vector<VerifyCost> measure_verify_cost(Engine& eng, const std::vector<int32
              k_max, prompt.size(), k_max + 1, n_ctx);
     if (k_max + 1 > n_ubatch)
         fail("--cost-curve %d: %d rows exceed the micro-batch of %d (raise -ub)", k_max, k_max + 1, n_ubatch);
-    eng.kv().clear();
+    eng.memory().clear_all();
     Batch b;
     DecodeOutput out;
     const int32_t pos = (int32_t)prompt.size();
@@ -61,12 +61,12 @@ std::vector<VerifyCost> measure_verify_cost(Engine& eng, const std::vector<int32
             for (int i = 0; i <= k; i++) b.add(prompt[(size_t)i % prompt.size()], pos + i, 0, true);
             for (int s = 0; s < kSteady; s++) {
                 eng.decode(b, out);
-                eng.kv().seq_rm(0, pos, -1);
+                eng.memory().cut(0, pos);
             }
             const double t0 = time_ms(), c0 = process_cpu_ms();
             eng.decode(b, out);
             const double dt = time_ms() - t0, dc = process_cpu_ms() - c0;
-            eng.kv().seq_rm(0, pos, -1);
+            eng.memory().cut(0, pos);
             if (rep > 0) {
                 ms[k].push_back(dt);
                 cpu[k].push_back(dc);
@@ -75,7 +75,7 @@ std::vector<VerifyCost> measure_verify_cost(Engine& eng, const std::vector<int32
     }
     std::vector<VerifyCost> curve;
     for (int k = 0; k <= k_max; k++) curve.push_back({k, median_of(ms[k]), median_of(cpu[k])});
-    eng.kv().clear();
+    eng.memory().clear_all();
     return curve;
 }
 

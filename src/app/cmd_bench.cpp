@@ -166,27 +166,15 @@ void fill_depth(Engine& eng, std::mt19937& rng, int depth, int n_batch) {
     const int real = std::min(depth, kDepthDecoded);
     decode_random(eng, rng, 0, real, n_batch);
     if (depth == real) return;
-    KvCache& kv = eng.kv();
-    std::vector<std::pair<int32_t, int32_t>> src;  // (pos, cell) of the decoded tokens
-    kv.seq_cells_sorted(0, src);
-    const int n = depth - real;
-    std::vector<int32_t> pos(n), seq(n, 0), cells(n);
-    for (int i = 0; i < n; i++) pos[i] = real + i;
-    if (!kv.alloc(n, pos.data(), seq.data(), cells.data()))
+    if (!eng.memory().fill_repeating(0, depth - real))
         fail("bench: the cache has no room for a depth of %d tokens", depth);
-    for (int il = 0; il < kv.params().n_layer; il++)
-        for (int i = 0; i < n; i++) {
-            const int32_t from = src[(size_t)i % src.size()].second;
-            memcpy(kv.k_row(il, cells[i]), kv.k_row(il, from), kv.k_row_bytes());
-            memcpy(kv.v_row(il, cells[i]), kv.v_row(il, from), kv.v_row_bytes(il));
-        }
 }
 
 // One run of a test on an empty cache; returns the timed nanoseconds. tg feeds random tokens, as
 // llama-bench does, one per decode.
 uint64_t run_once(Engine& eng, const BenchResult& t) {
     std::mt19937 rng(kTokenSeed);
-    eng.kv().clear();
+    eng.memory().clear_all();
     if (t.n_gen == 0) {
         const int64_t t0 = time_us();
         decode_random(eng, rng, 0, t.n_prompt, t.n_batch);

@@ -44,7 +44,7 @@ public:
     void reset() {
         messages_ = chat::Json::array();
         if (!o_.system.empty()) messages_.push_back({{"role", "system"}, {"content", o_.system}});
-        eng_.kv().clear();
+        eng_.memory().clear_all();
         cached_.clear();
         sampler_.reset();
     }
@@ -122,7 +122,8 @@ private:
         size_t keep = 0;
         while (keep < cached_.size() && keep < prompt.size() && cached_[keep] == prompt[keep]) ++keep;
         if (keep == prompt.size()) --keep;  // decode at least one token to get fresh logits
-        eng_.kv().seq_rm(0, (int32_t)keep, -1);
+        keep = (size_t)eng_.memory().cut_point(0, (int32_t)keep);  // recurrent rules may keep less
+        eng_.memory().cut(0, (int32_t)keep);
         cached_.resize(keep);
         std::vector<int32_t> todo(prompt.begin() + (long)keep, prompt.end());
         for (int32_t id : todo) sampler_.accept(id);

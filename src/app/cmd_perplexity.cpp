@@ -73,7 +73,7 @@ std::vector<int32_t> tokenize_text(const Tokenizer& tok, const std::string& path
 // logits of positions first .. n_ctx-1: (n_ctx - first, n_vocab).
 void decode_chunk(Engine& eng, const int32_t* toks, int n_ctx, int first, int n_batch, std::vector<float>& logits) {
     const Tokenizer& tok = eng.model().tokenizer();
-    eng.kv().clear();
+    eng.memory().clear_all();
     Batch b;
     DecodeOutput out;
     logits.clear();

@@ -138,6 +138,7 @@ public:
     // Pending position shifts since the last call: per cell the delta to rotate K by (0 = none).
     // Returns false if there are none.
     bool take_shifts(std::vector<int32_t>& delta_per_cell);
+    bool has_shifts() const { return has_shift_; }  // shifts are pending (take_shifts would return true)
 
 private:
     bool alloc_partitioned(int n, const int32_t* pos, const int32_t* seq, int32_t* cells_out);

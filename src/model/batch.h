@@ -16,9 +16,17 @@ struct Batch {
     // Otherwise parent[i] is the index of row i's parent inside the batch, or -1 for a root: the row
     // sees its sequence's cells cached before this batch plus its own ancestors and itself.
     std::vector<int32_t> parent;
+    // Hidden-state capture: the residual stream entering each layer in capture_layers (il = n_layer: the
+    // final hidden state before the output norm) for the rows whose capture[r] is 1 (capture empty:
+    // every row). capture_layers empty: nothing is captured, at no cost.
+    std::vector<int32_t> capture_layers;
+    std::vector<uint8_t> capture;
 
     int size() const { return (int)token.size(); }
-    void clear() { token.clear(); pos.clear(); seq.clear(); logits.clear(); parent.clear(); }
+    void clear() {
+        token.clear(); pos.clear(); seq.clear(); logits.clear(); parent.clear();
+        capture_layers.clear(); capture.clear();
+    }
     void add(int32_t tok, int32_t p, int32_t s, bool want_logits) {
         token.push_back(tok);
         pos.push_back(p);
@@ -31,6 +39,22 @@ struct DecodeOutput {
     int32_t n_vocab = 0;
     std::vector<int32_t> rows;   // batch row of each output, in batch order
     std::vector<float> logits;   // (rows.size(), n_vocab)
+    // Captured hidden states (Batch::capture_layers), in batch order of the captured rows.
+    int32_t n_embd = 0;
+    std::vector<int32_t> hidden_layers;  // = Batch::capture_layers
+    std::vector<int32_t> hidden_rows;    // batch row of each captured row
+    std::vector<float> hidden;           // (hidden_rows.size(), hidden_layers.size(), n_embd)
+
+    // Captured row i, layer slot j (index into hidden_layers).
+    const float* hidden_at(int i, int j) const {
+        return hidden.data() + ((size_t)i * hidden_layers.size() + (size_t)j) * (size_t)n_embd;
+    }
+    // Batch row r's capture for layer slot j, or nullptr if r was not captured.
+    const float* hidden_for_row(int r, int j) const {
+        for (size_t i = 0; i < hidden_rows.size(); i++)
+            if (hidden_rows[i] == r) return hidden_at((int)i, j);
+        return nullptr;
+    }
 
     const float* logits_at(int i) const { return logits.data() + (size_t)i * n_vocab; }
     // Logits of batch row r, or nullptr if that row did not ask for them.

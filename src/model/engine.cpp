@@ -40,6 +40,7 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     std::string why;  // boundary V (kv/kv_layers.h): some layers keep q8_0 V
     kp.type_v_layer = kv_v_layer_types(params_.type_v, hp.n_layer, params_.kv_boundary_layers, &why);
     kv_ = std::make_unique<KvCache>(kp);
+    mem_ = std::make_unique<SeqMemory>(*kv_, params_.cut_policy);
     if (!kp.type_v_layer.empty()) {
         std::string layers;
         for (int il : kv_->v_promoted_layers())
@@ -124,6 +125,11 @@ void Engine::validate(const Batch& b) const {
                 fail("decode: batch row %d: tree position %d, expected %d (parent position + 1)", r, b.pos[r], want);
         }
     }
+    if (!b.capture_layers.empty()) {
+        if (!b.capture.empty() && (int)b.capture.size() != n) fail("decode: batch capture flags have another length");
+        for (int32_t il : b.capture_layers)
+            if (il < 0 || il > hp.n_layer) fail("decode: capture layer %d is out of range [0, %d]", il, hp.n_layer);
+    }
     if (!b.parent.empty() && n > params_.n_ubatch)
         fail("decode: tree batch of %d rows is larger than n_ubatch %d", n, params_.n_ubatch);
     const int n_free = kv_->n_cells() - kv_->n_used();
@@ -195,7 +201,17 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
     build_visible(b, r0, n, cells);
     ForwardCtx c{hp, w, *pool_, *kv_, n, &b.pos[r0], cells + r0, vis_full_ptr_.data(), vis_swa_ptr_.data(), x,
                  scratch_};
-    for (int il = 0; il < hp.n_layer; il++) model_.arch().forward_layer(c, il);
+    const bool capture = !b.capture_layers.empty();
+    if (capture) {  // rows first, then one slot per captured layer, filled as the layers run
+        for (int i = 0; i < n; i++)
+            if (b.capture.empty() || b.capture[r0 + i]) out.hidden_rows.push_back(r0 + i);
+        out.hidden.resize(out.hidden_rows.size() * b.capture_layers.size() * (size_t)hp.n_embd);
+    }
+    for (int il = 0; il < hp.n_layer; il++) {
+        if (capture) capture_rows(b, r0, n, il, out);
+        model_.arch().forward_layer(c, il);
+    }
+    if (capture) capture_rows(b, r0, n, hp.n_layer, out);
 
     std::vector<int32_t> want;
     for (int i = 0; i < n; i++)
@@ -214,18 +230,63 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
     for (int32_t i : want) out.rows.push_back(r0 + i);
 }
 
+// Copies x (the residual stream entering layer il; il = n_layer: after the last layer) of this ubatch's
+// captured rows into their slot for il. The rows of the ubatch are the last ones in out.hidden_rows.
+void Engine::capture_rows(const Batch& b, int r0, int n, int il, DecodeOutput& out) {
+    const int n_embd = model_.hparams().n_embd;
+    const size_t n_slots = b.capture_layers.size();
+    for (size_t j = 0; j < n_slots; j++) {
+        if (b.capture_layers[j] != il) continue;
+        for (size_t i = out.hidden_rows.size(); i-- > 0 && out.hidden_rows[i] >= r0;) {
+            const int local = out.hidden_rows[i] - r0;
+            if (local >= n) continue;
+            std::memcpy(&out.hidden[(i * n_slots + j) * (size_t)n_embd], x_.data() + (size_t)local * n_embd,
+                        (size_t)n_embd * sizeof(float));
+        }
+    }
+}
+
 void Engine::decode(const Batch& b, DecodeOutput& out) {
     validate(b);
     apply_shifts();
     out.n_vocab = model_.hparams().n_vocab;
     out.rows.clear();
     out.logits.clear();
+    out.n_embd = model_.hparams().n_embd;
+    out.hidden_layers = b.capture_layers;
+    out.hidden_rows.clear();
+    out.hidden.clear();
     const int n = b.size();
+    std::vector<uint8_t> seen(params_.n_seq_max, 0);
+    for (int r = 0; r < n; r++)  // the first row of a sequence in the batch is its lowest position
+        if (!seen[b.seq[r]]) {
+            seen[b.seq[r]] = 1;
+            mem_->begin_batch(b.seq[r], b.pos[r]);
+        }
     std::vector<int32_t> cells(n);
     if (!kv_->alloc(n, b.pos.data(), b.seq.data(), cells.data()))
         fail("decode: KV cache is full (raise -c / --ctx-size)");
     for (int r0 = 0; r0 < n; r0 += params_.n_ubatch)
         forward_ubatch(b, r0, std::min(params_.n_ubatch, n - r0), cells.data(), out);
+}
+
+int Engine::rewind(int seq, int32_t p, int32_t p_tokens0, const std::vector<int32_t>& tokens) {
+    const int32_t c = mem_->cut_point(seq, p);
+    if (c < p_tokens0)
+        fail("rewind: sequence %d can only be cut at position %d, but the tokens given start at %d", seq, c, p_tokens0);
+    if (p > p_tokens0 + (int32_t)tokens.size())
+        fail("rewind: %zu tokens from position %d do not reach position %d", tokens.size(), p_tokens0, p);
+    mem_->cut(seq, c);
+    if (c == p) return 0;
+    Batch b;
+    DecodeOutput out;
+    for (int32_t q = c; q < p; q++) b.add(tokens[(size_t)(q - p_tokens0)], q, seq, false);
+    for (int r0 = 0; r0 < b.size(); r0 += params_.n_ubatch) {  // chunks: a batch may not exceed the free cells
+        Batch chunk;
+        for (int r = r0; r < std::min(b.size(), r0 + params_.n_ubatch); r++) chunk.add(b.token[r], b.pos[r], seq, false);
+        decode(chunk, out);
+    }
+    return p - c;
 }
 
 }  // namespace bee

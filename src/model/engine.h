@@ -10,6 +10,7 @@
 #include "model/batch.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "model/seq_memory.h"
 
 namespace bee {
 
@@ -24,6 +25,9 @@ struct EngineParams {
     bool kv_auto_asymmetric = true;  // turbo K on a fragile model is kept at q8_0 (kv_protect_k_type)
     bool kv_rotate = true;  // legacy block KV types stored Hadamard-rotated (KvCacheParams::rotate)
     int kv_boundary_layers = kKvBoundaryAuto;  // layers whose turbo V is kept at q8_0 (kv/kv_layers.h)
+    // How sequences may be cut (model/seq_memory.h). CutPolicy::checkpoints on an attention-only model
+    // exercises the fall-backs recurrent layers will need.
+    CutPolicy cut_policy = CutPolicy::any;
 };
 
 class Engine {
@@ -31,13 +35,22 @@ public:
     // Throws Error on invalid parameters (context larger than the model supports is allowed, with a warning).
     Engine(const Model& model, const EngineParams& params);
 
-    // Runs the batch: writes its K/V into the cache and returns the logits of rows that asked.
-    // Throws Error (and leaves the cache as it was) on an invalid batch or when the cache is full.
+    // Runs the batch: writes its K/V into the cache and returns the logits of rows that asked (and the
+    // hidden states it asked to capture). Throws Error (and leaves the cache as it was) on an invalid
+    // batch or when the cache is full.
     void decode(const Batch& batch, DecodeOutput& out);
+
+    // Keeps positions [0, p) of `seq`: a cut where the memory allows one, else a cut at the nearest cut
+    // point and a re-decode of the tokens from there (tokens[i] is the token at position p_tokens0 + i,
+    // covering [p_tokens0, p)). Returns how many tokens were decoded again. Throws Error if the cut point
+    // is below p_tokens0 (the caller did not pass enough tokens).
+    int rewind(int seq, int32_t p, int32_t p_tokens0, const std::vector<int32_t>& tokens);
 
     const Model& model() const { return model_; }
     const EngineParams& params() const { return params_; }
-    KvCache& kv() { return *kv_; }
+    // The only way to change what a sequence has cached (model/seq_memory.h).
+    SeqMemory& memory() { return *mem_; }
+    const KvCache& kv() const { return *kv_; }
     ThreadPool& pool() { return *pool_; }
 
 private:
@@ -46,11 +59,13 @@ private:
     void apply_shifts();
     void build_visible(const Batch& b, int r0, int n, const int32_t* cells);
     void forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out);
+    void capture_rows(const Batch& b, int r0, int n, int il, DecodeOutput& out);
 
     const Model& model_;
     EngineParams params_;
     std::unique_ptr<ThreadPool> pool_;
     std::unique_ptr<KvCache> kv_;
+    std::unique_ptr<SeqMemory> mem_;
     ForwardScratch scratch_;
     std::vector<float> x_;                           // (n_ubatch, n_embd)
     std::vector<float> hidden_;                      // (n_out, n_embd) final-normed rows for the head

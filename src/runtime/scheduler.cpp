@@ -144,7 +144,7 @@ void Scheduler::admit(double now) {
         it = waiting_.erase(it);
         if (task->slot_action) {  // slot save/restore/erase: between two steps, on this thread
             try {
-                task->slot_action(eng_.kv(), slots_[si].cache, n_ctx_slot_);
+                task->slot_action(eng_.memory(), slots_[si].cache, n_ctx_slot_);
             } catch (const std::exception& e) {
                 fail_task(*task, 400, "invalid_request_error", e.what());
             }
@@ -169,7 +169,9 @@ void Scheduler::start_on_slot(Slot& s, std::shared_ptr<Task> t, double now) {
         if (t->params.n_cache_reuse > 0) keep = reuse_chunks(s, t->prompt, keep, t->params.n_cache_reuse);
     }
     keep = std::min(keep, t->prompt.size() - 1);
-    eng_.kv().seq_rm(s.id(), (int32_t)keep, -1);
+    // A memory that cannot be cut there (recurrent rules) keeps what it can: the prompt is processed from it.
+    keep = (size_t)eng_.memory().cut_point(s.id(), (int32_t)keep);
+    eng_.memory().cut(s.id(), (int32_t)keep);
     s.cache.resize(keep);
     s.t_last_used = now;
     BEE_LOG_DEBUG("slot %d: task %llu, prompt %zu tokens, %zu cached", s.id(), (unsigned long long)t->id,
@@ -182,15 +184,15 @@ void Scheduler::start_on_slot(Slot& s, std::shared_ptr<Task> t, double now) {
 // entry's KV replaces the slot's. Returns the number of prompt tokens now in the cache.
 size_t Scheduler::restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, size_t n_past) {
     constexpr size_t kMinTokens = 32;  // smaller caches are cheaper to recompute than to store
-    KvCache& kv = eng_.kv();
+    SeqMemory& mem = eng_.memory();
     if (s.cache.size() >= kMinTokens && n_past < s.cache.size() / 2)
-        ram_->save(s.cache, seq_state_export(kv, s.id(), (int32_t)s.cache.size()));
+        ram_->save(s.cache, mem.save(s.id(), (int32_t)s.cache.size()));
     size_t n = 0;
     const PromptCacheRam::Entry* e = ram_->best(prompt, std::max(n_past + 1, kMinTokens), &n);
     if (!e) return n_past;
-    kv.seq_rm(s.id(), 0, -1);
+    mem.clear(s.id());
     s.cache.clear();
-    if (!seq_state_import(kv, s.id(), e->state)) {  // unified KV without room: recompute instead
+    if (!mem.load(s.id(), e->state)) {  // unified KV without room: recompute instead
         BEE_LOG_WARN("slot %d: no room to restore %zu cached tokens from RAM", s.id(), e->tokens.size());
         return 0;
     }
@@ -206,7 +208,8 @@ size_t Scheduler::restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, 
 // position throughout: the gap between the prompt head and the cache head is removed before each move.
 // Returns the number of prompt tokens now in the cache.
 size_t Scheduler::reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size_t n_past, int32_t min_chunk) {
-    KvCache& kv = eng_.kv();
+    SeqMemory& mem = eng_.memory();
+    if (!mem.can_move(s.id())) return n_past;  // recurrent rules: chunks cannot be moved
     size_t head_c = n_past, head_p = n_past;
     while (head_c < s.cache.size() && head_p < prompt.size()) {
         size_t n = 0;
@@ -215,10 +218,8 @@ size_t Scheduler::reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size
             head_c++;
             continue;
         }
-        const int32_t shift = (int32_t)head_p - (int32_t)head_c;
         try {
-            kv.seq_rm(s.id(), (int32_t)head_p, (int32_t)head_c);
-            kv.seq_shift(s.id(), (int32_t)head_c, (int32_t)(head_c + n), shift);
+            mem.move_down(s.id(), (int32_t)head_p, (int32_t)head_c, (int32_t)(head_c + n));
         } catch (const Error& e) {  // e.g. shared cells: fall back to recomputing from here
             BEE_LOG_WARN("slot %d: cache reuse stopped: %s", s.id(), e.what());
             break;
@@ -235,12 +236,12 @@ size_t Scheduler::reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size
 // With a unified KV cache the slots share cells: make room by dropping idle slots' caches, and if the
 // generating slots alone no longer fit, end the newest ones with llama.cpp's error.
 void Scheduler::make_room(int rows_needed) {
-    KvCache& kv = eng_.kv();
+    const KvCache& kv = eng_.kv();
     auto free_cells = [&] { return kv.n_cells() - kv.n_used(); };
     for (Slot& s : slots_) {
         if (free_cells() >= rows_needed) return;
         if (s.idle() && !s.cache.empty()) {
-            kv.seq_rm(s.id(), 0, -1);
+            eng_.memory().clear(s.id());
             s.cache.clear();
         }
     }
@@ -258,10 +259,13 @@ bool Scheduler::shift_context(Slot& s) {
     const int32_t n_left = n_past - keep;
     const int32_t n_discard = g.n_discard > 0 ? std::min(g.n_discard, n_left) : n_left / 2;
     if (n_discard <= 0) return false;
-    KvCache& kv = eng_.kv();
-    kv.seq_rm(s.id(), keep, keep + n_discard);
-    kv.seq_shift(s.id(), keep + n_discard, n_past, -n_discard);
     s.cache.erase(s.cache.begin() + keep, s.cache.begin() + keep + n_discard);
+    if (eng_.memory().can_move(s.id())) {
+        eng_.memory().move_down(s.id(), keep, keep + n_discard, n_past);
+    } else {  // recurrent rules: the shortened text is processed again from its start
+        eng_.memory().clear(s.id());
+        eng_.rewind(s.id(), (int32_t)s.cache.size(), 0, s.cache);
+    }
     s.context_shifted();
     BEE_LOG_DEBUG("slot %d: context shift: kept %d, dropped %d, moved %d tokens", s.id(), keep, n_discard,
                   n_left - n_discard);
@@ -374,10 +378,10 @@ void Scheduler::decode_step() {
         s.t_last_used = now;
         if (s.drafting()) {  // verify_draft keeps s.cache in step with the KV cache
             try {
-                s.verify_draft(batch_, out_, eng_.kv(), n_ctx_slot_, now);
+                s.verify_draft(batch_, out_, eng_, n_ctx_slot_, now);
             } catch (const std::exception& e) {  // the sequence's cells are in doubt: drop them
                 BEE_LOG_ERROR("slot %d: speculative step failed: %s", s.id(), e.what());
-                eng_.kv().seq_rm(s.id(), 0, -1);
+                eng_.memory().clear(s.id());
                 s.cache.clear();
                 if (!s.idle()) s.fail(500, "server_error", e.what());
             }

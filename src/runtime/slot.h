@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "chat/loop_guard.h"
-#include "kv/kv_cache.h"
 #include "model/batch.h"
+#include "model/engine.h"
 #include "sample/grammar.h"
 #include "sample/sampler.h"
 #include "runtime/task.h"
@@ -77,7 +77,7 @@ public:
     // extends `cache`, and emits the accepted tokens one by one through the per-token path exactly as
     // if each had been sampled alone — tokens after a stop, n_predict, a full context or a forced
     // token are dropped and their cells removed. Returns true if the generation ended.
-    bool verify_draft(const Batch& b, const DecodeOutput& out, KvCache& kv, int32_t n_ctx_slot, double now_ms);
+    bool verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, int32_t n_ctx_slot, double now_ms);
     // --context-shift: with it a slot that fills its context keeps generating (the scheduler drops tokens
     // from its cache, then calls context_shifted()); without it, or when nothing can be dropped, the slot
     // ends with truncated: true (end_context_full).

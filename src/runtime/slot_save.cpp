@@ -19,13 +19,13 @@ std::string slot_model_tag(const std::string& model_description, int32_t n_vocab
     return strfmt("%s, vocab %d", model_description.c_str(), n_vocab);
 }
 
-SlotActionResult slot_save(const KvCache& kv, int seq, const std::vector<int32_t>& cache, const std::string& path,
+SlotActionResult slot_save(const SeqMemory& mem, int seq, const std::vector<int32_t>& cache, const std::string& path,
                            const std::string& model_tag) {
     const double t0 = time_ms();
     SeqFile f;
     f.model = model_tag;
     f.tokens = cache;
-    f.state = seq_state_export(kv, seq, (int32_t)cache.size());
+    f.state = mem.save(seq, (int32_t)cache.size());
     if (f.state.n_cells() != (int)cache.size())  // the slot's bookkeeping and its KV must agree
         fail("slot %d holds %zu cached tokens but %d KV cells", seq, cache.size(), f.state.n_cells());
     SlotActionResult r;
@@ -35,7 +35,7 @@ SlotActionResult slot_save(const KvCache& kv, int seq, const std::vector<int32_t
     return r;
 }
 
-SlotActionResult slot_restore(KvCache& kv, int seq, std::vector<int32_t>& cache, int32_t n_ctx_slot,
+SlotActionResult slot_restore(SeqMemory& mem, int seq, std::vector<int32_t>& cache, int32_t n_ctx_slot,
                               const std::string& path, const std::string& model_tag) {
     const double t0 = time_ms();
     SlotActionResult r;
@@ -43,7 +43,7 @@ SlotActionResult slot_restore(KvCache& kv, int seq, std::vector<int32_t>& cache,
     if (f.model != model_tag)
         fail("slot file '%s' was saved with another model (%s); this server runs %s", path.c_str(), f.model.c_str(),
              model_tag.c_str());
-    seq_state_check(kv, f.state, strfmt("slot file '%s'", path.c_str()).c_str());
+    seq_state_check(mem.kv(), f.state, strfmt("slot file '%s'", path.c_str()).c_str());
     const int n = f.state.n_cells();
     if ((int)f.tokens.size() != n)
         fail("slot file '%s' holds %zu tokens but %d KV cells", path.c_str(), f.tokens.size(), n);
@@ -52,9 +52,9 @@ SlotActionResult slot_restore(KvCache& kv, int seq, std::vector<int32_t>& cache,
     if (n >= n_ctx_slot)
         fail("slot file '%s' holds %d tokens; the slot's context is %d (start the server with a larger -c)",
              path.c_str(), n, n_ctx_slot);
-    kv.seq_rm(seq, 0, -1);
+    mem.clear(seq);
     cache.clear();
-    if (!seq_state_import(kv, seq, f.state))
+    if (!mem.load(seq, f.state))
         fail("no room in the KV cache to restore %d tokens from '%s' (other slots hold the cells)", n, path.c_str());
     cache = std::move(f.tokens);
     r.n_tokens = n;
@@ -62,10 +62,10 @@ SlotActionResult slot_restore(KvCache& kv, int seq, std::vector<int32_t>& cache,
     return r;
 }
 
-SlotActionResult slot_erase(KvCache& kv, int seq, std::vector<int32_t>& cache) {
+SlotActionResult slot_erase(SeqMemory& mem, int seq, std::vector<int32_t>& cache) {
     SlotActionResult r;
     r.n_tokens = (int32_t)cache.size();
-    kv.seq_rm(seq, 0, -1);
+    mem.clear(seq);
     cache.clear();
     return r;
 }

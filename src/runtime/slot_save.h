@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kv/kv_cache.h"
+#include "model/seq_memory.h"
 
 namespace bee::runtime {
 
@@ -25,13 +25,13 @@ bool valid_slot_filename(const std::string& name);
 std::string slot_model_tag(const std::string& model_description, int32_t n_vocab);
 
 // `cache`: the tokens whose K/V sit in sequence `seq` (the slot's prompt cache), position i = cache[i].
-SlotActionResult slot_save(const KvCache& kv, int seq, const std::vector<int32_t>& cache, const std::string& path,
+SlotActionResult slot_save(const SeqMemory& mem, int seq, const std::vector<int32_t>& cache, const std::string& path,
                            const std::string& model_tag);
 // Replaces the slot's cache with the file's. Throws Error, leaving the slot untouched, if the file is
 // unreadable, from another model or KV layout, or larger than the slot's context; if the cache has no
 // room for it (unified KV), the slot is left empty and Error is thrown.
-SlotActionResult slot_restore(KvCache& kv, int seq, std::vector<int32_t>& cache, int32_t n_ctx_slot,
+SlotActionResult slot_restore(SeqMemory& mem, int seq, std::vector<int32_t>& cache, int32_t n_ctx_slot,
                               const std::string& path, const std::string& model_tag);
-SlotActionResult slot_erase(KvCache& kv, int seq, std::vector<int32_t>& cache);
+SlotActionResult slot_erase(SeqMemory& mem, int seq, std::vector<int32_t>& cache);
 
 }  // namespace bee::runtime

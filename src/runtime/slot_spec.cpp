@@ -40,12 +40,12 @@ bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed) {
     return true;
 }
 
-bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, KvCache& kv, int32_t n_ctx_slot, double now_ms) {
+bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, int32_t n_ctx_slot, double now_ms) {
     drafting_ = false;
     const int32_t pos = (int32_t)cache.size();  // last_'s position
     const int n_drafted = spec_->tree().size();
     const VerifyResult r = spec_->verify(b, out, step_row0, *sampler_);
-    spec_->commit(kv, id_, pos, r);  // the cache now holds last_ and the accepted draft tokens
+    spec_->commit(eng, id_, pos, r);  // the cache now holds last_ and the accepted draft tokens
     fin_.draft_n += n_drafted;
     fin_.draft_n_accepted += r.n_accepted();
     cache.push_back(last_);
@@ -63,7 +63,7 @@ bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, KvCache& kv, in
         if (ended || !forced_.empty()) {
             // The rest of the draft is dropped: its cells (accepted tokens after t) leave the cache. t is
             // not in it, like any token not yet decoded; a forced token is decoded after it next step.
-            kv.seq_rm(id_, t_pos, -1);
+            eng.rewind(id_, t_pos, 0, cache);
             return ended;
         }
         if (i + 1 < r.tokens.size()) cache.push_back(t);

@@ -16,7 +16,7 @@
 #include "sample/sampler.h"
 
 namespace bee {
-class KvCache;
+class SeqMemory;
 }
 
 namespace bee::runtime {
@@ -151,7 +151,7 @@ struct Task {
     // A slot action (save/restore/erase, server/slot_save) instead of a generation: the scheduler runs
     // it on the inference thread once slot params.id_slot is idle, with that slot's KV sequence and
     // token cache; it pushes the task's done event itself, and an exception becomes a 400 error event.
-    std::function<void(KvCache& kv, std::vector<int32_t>& slot_cache, int32_t n_ctx_slot)> slot_action;
+    std::function<void(SeqMemory& mem, std::vector<int32_t>& slot_cache, int32_t n_ctx_slot)> slot_action;
     std::shared_ptr<TaskChannel> channel = std::make_shared<TaskChannel>();
 };
 

@@ -37,11 +37,11 @@ void handle_slot_action(ServerContext& ctx, const httplib::Request& req, httplib
     task->params.id_slot = id_slot;
     auto result = std::make_shared<SlotActionResult>();
     const std::string tag = slot_model_tag(ctx.model->describe(), ctx.tokenizer().n_vocab());
-    task->slot_action = [action, path, tag, id_slot, result, channel = task->channel](KvCache& kv, std::vector<int32_t>& cache,
+    task->slot_action = [action, path, tag, id_slot, result, channel = task->channel](SeqMemory& mem, std::vector<int32_t>& cache,
                                                                      int32_t n_ctx_slot) {
-        if (action == "save") *result = slot_save(kv, id_slot, cache, path, tag);
-        else if (action == "restore") *result = slot_restore(kv, id_slot, cache, n_ctx_slot, path, tag);
-        else *result = slot_erase(kv, id_slot, cache);
+        if (action == "save") *result = slot_save(mem, id_slot, cache, path, tag);
+        else if (action == "restore") *result = slot_restore(mem, id_slot, cache, n_ctx_slot, path, tag);
+        else *result = slot_erase(mem, id_slot, cache);
         TaskEvent done;
         done.kind = TaskEvent::done;
         channel->push(std::move(done));

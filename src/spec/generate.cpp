@@ -62,7 +62,7 @@ GenerateResult generate_tokens(Engine& eng, Sampler& sampler, Speculator* spec, 
         VerifyResult v;
         if (spec) {
             v = spec->verify(b, out, row0, sampler);
-            spec->commit(eng.kv(), 0, pos, v);
+            spec->commit(eng, 0, pos, v);
         } else {
             v.tokens.push_back(sampler.sample(out.logits_at(0)));
             sampler.accept(v.tokens[0]);

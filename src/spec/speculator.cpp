@@ -5,7 +5,6 @@
 
 #include "base/error.h"
 #include "base/timer.h"
-#include "kv/kv_tree.h"
 #include "model/model.h"
 
 namespace bee {
@@ -117,16 +116,22 @@ VerifyResult Speculator::verify(const Batch& b, const DecodeOutput& out, int row
     return verify_tree(tree_, row_logits_, sampler);
 }
 
-void Speculator::commit(KvCache& kv, int seq, int32_t pos, const VerifyResult& r) {
+void Speculator::commit(Engine& eng, int seq, int32_t pos, const VerifyResult& r) {
     const int n_acc = r.n_accepted();
     if (!tree_.empty()) {
+        SeqMemory& mem = eng.memory();
+        std::vector<int32_t> path{row_tokens_[0]};  // the kept rows' tokens from position pos
+        for (int32_t node : r.path) path.push_back(row_tokens_[1 + node]);
         if (tree_.is_chain()) {
-            kv.seq_rm(seq, pos + 1 + n_acc, -1);
-        } else {
+            eng.rewind(seq, pos + 1 + n_acc, pos, path);
+        } else if (mem.can_prune_rows(seq)) {
             std::vector<uint8_t> keep(1 + tree_.size(), 0);
             keep[0] = 1;
             for (int32_t node : r.path) keep[1 + node] = 1;
-            kv_tree_commit(kv, seq, pos, keep);
+            mem.prune_rows(seq, pos, keep);
+        } else {
+            mem.cut(seq, pos);  // the verify batch's start
+            eng.rewind(seq, pos + 1 + n_acc, pos, path);
         }
     }
     std::vector<int32_t> committed{0};

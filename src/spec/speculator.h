@@ -12,7 +12,7 @@
 //     int row0 = spec.add_to_batch(batch, id_last, pos, seq);     // pos: id_last's position (= |history|)
 //     engine.decode(batch, out);                                   // other sequences may share the batch
 //     VerifyResult r = spec.verify(batch, out, row0, sampler);     // r.tokens = accepted drafts + bonus
-//     spec.commit(engine.kv(), seq, pos, r);                       // before the sequence's next decode
+//     spec.commit(engine, seq, pos, r);                            // before the sequence's next decode
 //     history += id_last, r.tokens[0 .. n-2];  id_last = r.tokens.back();
 //     (stop at end-of-generation or the token budget; tokens after an EOG in r.tokens are dropped,
 //      the cache may keep their cells: remove them with seq_rm if the sequence continues)
@@ -24,8 +24,10 @@
 // rows already in the batch (each row's parent = the previous row of its sequence), so a tree can share
 // a batch with other sequences' ordinary rows. Trees must fit in one ubatch: pass limits.n_nodes.
 //
-// KV: commit() keeps id_last's cell and the accepted path's cells and removes the rest — seq_rm of the
-// positions after the path for chains, kv_tree_commit (kv/kv_tree.h) for trees — so the cache holds
+// KV: commit() keeps id_last's cell and the accepted path's cells and removes the rest — a cut after the
+// path for chains, SeqMemory::prune_rows for trees; where the sequence memory cannot cut there (recurrent
+// rules, model/seq_memory.h) it cuts back to the verify batch's start and decodes the path again
+// (Engine::rewind) — so the cache holds
 // exactly history + id_last + accepted tokens, as if decoded one by one (bit-identical, invariant 2).
 // The bonus token is not in the cache: it is the next step's id_last.
 #pragma once
@@ -33,8 +35,8 @@
 #include <memory>
 #include <vector>
 
-#include "kv/kv_cache.h"
 #include "model/batch.h"
+#include "model/engine.h"
 #include "sample/sampler.h"
 #include "spec/depth_policy.h"
 #include "spec/drafter.h"
@@ -69,7 +71,7 @@ public:
     // Appends [id_last, draft nodes] for `seq` (id_last at `pos`); returns id_last's row.
     int add_to_batch(Batch& b, int32_t id_last, int32_t pos, int seq) const;
     VerifyResult verify(const Batch& b, const DecodeOutput& out, int row0, Sampler& sampler);
-    void commit(KvCache& kv, int seq, int32_t pos, const VerifyResult& r);
+    void commit(Engine& eng, int seq, int32_t pos, const VerifyResult& r);
     void end(const std::vector<int32_t>& output);
 
     const DraftTree& tree() const { return tree_; }

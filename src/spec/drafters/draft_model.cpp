@@ -53,7 +53,7 @@ public:
     int n_max() const override { return std::max(1, p_.draft_n_max); }
 
     void begin(const std::vector<int32_t>&) override {
-        eng_->kv().clear();
+        eng_->memory().clear_all();
         tokens_.clear();
     }
 
@@ -64,7 +64,8 @@ public:
         if ((int)seq_.size() + n > eng_->params().n_ctx) return;  // the draft context is full
         size_t common = 0;
         while (common < tokens_.size() && common + 1 < seq_.size() && tokens_[common] == seq_[common]) common++;
-        eng_->kv().seq_rm(0, (int32_t)common, -1);
+        common = (size_t)eng_->memory().cut_point(0, (int32_t)common);  // a recurrent draft model may cut less
+        eng_->memory().cut(0, (int32_t)common);
         tokens_.resize(common);
         for (size_t i = common; i < seq_.size(); i += (size_t)eng_->params().n_ubatch) {  // catch up
             batch_.clear();

@@ -84,7 +84,7 @@ TEST_P(BatchInvariance, OtherSequencesInTheBatch) {
         if (i < 3) b.add(other[2][i], next_pos[2]++, 2, i == 2);
     }
     eng.decode(b, out);
-    eng.kv().seq_cp(1, 3, -1, -1);  // seq 3 starts from seq 1's cells, then diverges
+    eng.memory().copy(1, 3);  // seq 3 starts from seq 1's cells, then diverges
     next_pos[3] = next_pos[1];
     int t = 0;
     for (int chunk : {4, 1, 3, 5, 2, 1}) {

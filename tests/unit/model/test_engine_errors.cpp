@@ -43,7 +43,7 @@ protected:
         std::unique_ptr<Engine> fresh = make_engine();
         const std::vector<int32_t> next = {7};
         EXPECT_TRUE(same_bits(decode_chunks(*eng_, next, 6, 0, 1), decode_chunks(*fresh, next, 6, 0, 1)));
-        eng_->kv().seq_rm(0, 6, -1);
+        eng_->memory().cut(0, 6);
     }
     Batch one(int32_t tok, int32_t pos, int32_t seq) const {
         Batch b;

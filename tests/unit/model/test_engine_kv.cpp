@@ -32,15 +32,15 @@ protected:
 TEST_P(EngineKv, SeqRmTailThenRedecodeIsBitIdentical) {
     Engine eng(*tm_->model, engine_params(2));
     const std::vector<float> first = decode_chunks(eng, toks_, 0, 0, 4);
-    eng.kv().seq_rm(0, 10, -1);
+    eng.memory().cut(0, 10);
     EXPECT_EQ(eng.kv().n_used(), 10);
     EXPECT_EQ(eng.kv().seq_pos_max(0), 9);
     const std::vector<float> again = decode_chunks(eng, slice(10, kN), 10, 0, 1);
     EXPECT_TRUE(same_bits(again.data(), first.data() + 10 * (size_t)nv_, again.size()));
     // Roll back again, decode different tokens (a new draft), roll back, and the original still matches.
-    eng.kv().seq_rm(0, 12, -1);
+    eng.memory().cut(0, 12);
     decode_chunks(eng, tiny_tokens(3, nv_, 52), 12, 0, 3);
-    eng.kv().seq_rm(0, 12, -1);
+    eng.memory().cut(0, 12);
     const std::vector<float> third = decode_chunks(eng, slice(12, kN), 12, 0, 2);
     EXPECT_TRUE(same_bits(third.data(), first.data() + 12 * (size_t)nv_, third.size()));
 }
@@ -49,8 +49,8 @@ TEST_P(EngineKv, SeqRmTailThenRedecodeIsBitIdentical) {
 TEST_P(EngineKv, SeqCpBranchMatchesOriginal) {
     Engine eng(*tm_->model, engine_params(2, 512, 3));
     const std::vector<float> ref = decode_chunks(eng, toks_, 0, 0, kN);
-    eng.kv().seq_rm(0, 8, -1);
-    eng.kv().seq_cp(0, 2, -1, -1);
+    eng.memory().cut(0, 8);
+    eng.memory().copy(0, 2);
     const int used = eng.kv().n_used();
     const std::vector<float> branch = decode_chunks(eng, slice(8, kN), 8, 2, 3);
     EXPECT_EQ(eng.kv().n_used(), used + kN - 8);
@@ -81,7 +81,7 @@ TEST_P(EngineShift, ShiftedCacheMatchesDirectDecode) {
         const int p0 = delta > 0 ? 0 : -delta;  // prompt starts here, then moves to p0 + delta
         Engine shifted(*tm.model, engine_params(2, 512, 1, sc.kv));
         decode_chunks(shifted, prompt, p0, 0, 12);
-        shifted.kv().seq_shift(0, -1, -1, delta);
+        shifted.memory().shift(0, -1, -1, delta);
         EXPECT_EQ(shifted.kv().seq_pos_min(0), p0 + delta);
         EXPECT_EQ(shifted.kv().seq_pos_max(0), p0 + delta + 11);
         const std::vector<float> got = decode_chunks(shifted, rest, p0 + delta + 12, 0, 1);
@@ -111,11 +111,10 @@ TEST(EngineShiftShared, RefusedAndHarmless) {
     Engine eng(*tm.model, engine_params(1, 512, 2));
     const std::vector<int32_t> toks = tiny_tokens(6, tm.cfg.n_vocab, 54);
     decode_chunks(eng, toks, 0, 0, 6);
-    eng.kv().seq_cp(0, 1, 0, 3);
-    EXPECT_THROW(eng.kv().seq_shift(0, -1, -1, 4), Error);
+    eng.memory().copy(0, 1, 0, 3);
+    EXPECT_THROW(eng.memory().shift(0, -1, -1, 4), Error);
     EXPECT_EQ(eng.kv().seq_pos_max(0), 5);
-    std::vector<int32_t> delta;
-    EXPECT_FALSE(eng.kv().take_shifts(delta));
+    EXPECT_FALSE(eng.kv().has_shifts());
     EXPECT_NO_THROW(decode_chunks(eng, {toks[0]}, 6, 0, 1));
 }
 

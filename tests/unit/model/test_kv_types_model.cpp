@@ -121,7 +121,7 @@ TEST(KvTypesModel, ShiftWorksForEveryType) {
     auto run = [&](GgmlType t, int32_t p0, int32_t shift) {
         Engine eng(*tm.model, kv_params(1, t, t));
         decode_chunks(eng, prompt, p0, 0, 10);
-        if (shift) eng.kv().seq_shift(0, -1, -1, shift);
+        if (shift) eng.memory().shift(0, -1, -1, shift);
         return decode_chunks(eng, rest, p0 + shift + 10, 0, 1);
     };
     const std::vector<float> exact = run(GgmlType::F32, 17, 0);

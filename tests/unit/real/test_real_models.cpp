@@ -90,7 +90,7 @@ TEST_P(RealModelTest, LogitsAndGreedyTokensMatchReference) {
     for (const json& g : m.ref["generate"]) {
         const std::vector<int32_t> ids = g["prompt_ids"].get<std::vector<int32_t>>();
         const json& steps = g["steps"];
-        eng.kv().clear();
+        eng.memory().clear_all();
         Batch b;
         DecodeOutput out;
         // prompt, then every reference token but the last, in one batch: all rows want logits

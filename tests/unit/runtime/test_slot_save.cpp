@@ -1,4 +1,4 @@
-// tests/unit/server/test_slot_save: slot save / erase / restore through files for every KV storage
+// tests/unit/runtime/test_slot_save: slot save / erase / restore through files for every KV storage
 // type (bytes and tokens come back exactly), and every way a restore must be refused — another KV type,
 // another model, a file too large for the slot, truncated, corrupted or foreign files — with an Error
 // that leaves the slot as it was.
@@ -73,18 +73,19 @@ TEST(SlotSave, RoundTripEveryKvType) {
         SCOPED_TRACE(name);
         const GgmlType t = kv_type_from_name(name, "test");
         KvCache kv(params_for(GgmlType::Q8_0, t));  // asymmetric: K and V types both recorded
+        SeqMemory mem_kv(kv, CutPolicy::any);  // the slot actions take the engine's sequence memory
         std::vector<int32_t> cache = fill(kv, 1, 9);
         const std::vector<int32_t> tokens = cache;
         const std::vector<uint8_t> before = seq_bytes(kv, 1);
-        SlotActionResult s = slot_save(kv, 1, cache, tmp.file("a.bin"), kTag);
+        SlotActionResult s = slot_save(mem_kv, 1, cache, tmp.file("a.bin"), kTag);
         EXPECT_EQ(s.n_tokens, 9);
         EXPECT_EQ(s.n_bytes, fs::file_size(tmp.file("a.bin")));
-        SlotActionResult e = slot_erase(kv, 1, cache);
+        SlotActionResult e = slot_erase(mem_kv, 1, cache);
         EXPECT_EQ(e.n_tokens, 9);
         EXPECT_TRUE(cache.empty());
         EXPECT_EQ(kv.seq_n_cells(1), 0);
         fill(kv, 0, 3);  // other cells in use: the restored ones land elsewhere
-        SlotActionResult r = slot_restore(kv, 1, cache, 16, tmp.file("a.bin"), kTag);
+        SlotActionResult r = slot_restore(mem_kv, 1, cache, 16, tmp.file("a.bin"), kTag);
         EXPECT_EQ(r.n_tokens, 9);
         EXPECT_EQ(r.n_bytes, s.n_bytes);
         EXPECT_EQ(cache, tokens);
@@ -95,16 +96,18 @@ TEST(SlotSave, RoundTripEveryKvType) {
 TEST(SlotSave, RefusesMismatchesAndLeavesTheSlot) {
     TempDir tmp;
     KvCache q8(params_for(GgmlType::Q8_0, GgmlType::Q8_0));
+    SeqMemory mem_q8(q8, CutPolicy::any);  // the slot actions take the engine's sequence memory
     std::vector<int32_t> cache = fill(q8, 0, 6);
-    slot_save(q8, 0, cache, tmp.file("q8.bin"), kTag);
+    slot_save(mem_q8, 0, cache, tmp.file("q8.bin"), kTag);
 
     KvCache f16(params_for(GgmlType::F16, GgmlType::F16));
+    SeqMemory mem_f16(f16, CutPolicy::any);  // the slot actions take the engine's sequence memory
     std::vector<int32_t> mine = fill(f16, 0, 4);
     const std::vector<int32_t> mine0 = mine;
     const std::vector<uint8_t> bytes0 = seq_bytes(f16, 0);
     auto expect_refused = [&](const std::string& path, int32_t n_ctx, const char* words) {
         try {
-            slot_restore(f16, 0, mine, n_ctx, path, kTag);
+            slot_restore(mem_f16, 0, mine, n_ctx, path, kTag);
             ADD_FAILURE() << "restore of " << path << " was accepted";
         } catch (const Error& e) {
             EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
@@ -115,9 +118,9 @@ TEST(SlotSave, RefusesMismatchesAndLeavesTheSlot) {
     expect_refused(tmp.file("q8.bin"), 16, "q8_0/q8_0");  // another KV type, named in the message
     expect_refused(tmp.file("missing.bin"), 16, "cannot open");
 
-    slot_save(f16, 0, mine, tmp.file("f16.bin"), "another model, vocab 5");
+    slot_save(mem_f16, 0, mine, tmp.file("f16.bin"), "another model, vocab 5");
     expect_refused(tmp.file("f16.bin"), 16, "another model");
-    slot_save(f16, 0, mine, tmp.file("f16.bin"), kTag);
+    slot_save(mem_f16, 0, mine, tmp.file("f16.bin"), kTag);
     expect_refused(tmp.file("f16.bin"), 4, "slot's context is 4");
 
     // Every truncation, a flipped byte, and a file that is not a slot file at all.
@@ -133,7 +136,7 @@ TEST(SlotSave, RefusesMismatchesAndLeavesTheSlot) {
     expect_refused(write(flipped), 16, "corrupted");
     expect_refused(write("GGUF and then some bytes that are not a slot file"), 16, "not a Bee slot file");
     // And the good file still restores.
-    EXPECT_EQ(slot_restore(f16, 0, mine, 16, tmp.file("f16.bin"), kTag).n_tokens, 4);
+    EXPECT_EQ(slot_restore(mem_f16, 0, mine, 16, tmp.file("f16.bin"), kTag).n_tokens, 4);
 }
 
 TEST(SlotSave, FilenameRules) {

@@ -90,14 +90,14 @@ TEST(KvTree, CommittedPathReadsLikeLinearDecoding) {
     tree.parent = {-1, 0, 0, 1, 2};
     eng.decode(tree, out);
     EXPECT_EQ(0, memcmp(out.logits_at(3), want_c.data(), want_c.size() * sizeof(float)));
-    kv_tree_commit(eng.kv(), 0, P, {1, 1, 0, 1, 0});
+    eng.memory().prune_rows(0, P, {1, 1, 0, 1, 0});
     EXPECT_EQ(eng.kv().seq_n_cells(0), P + 3);
     Batch next;
     next.add(x, P + 3, 0, true);
     eng.decode(next, out);
     EXPECT_EQ(0, memcmp(out.logits_at(0), want.data(), want.size() * sizeof(float)))
         << "logits after a committed tree path differ from linear decoding";
-    EXPECT_THROW(kv_tree_commit(eng.kv(), 0, P, {1, 1}), Error);  // stale commit: clear error
+    EXPECT_THROW(eng.memory().prune_rows(0, P, {1, 1}), Error);  // stale commit: clear error
 }
 
 TEST(Speculator, GreedyOutputEqualsPlainDecodingForEveryDrafter) {

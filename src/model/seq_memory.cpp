@@ -1,0 +1,89 @@
+// model/seq_memory: cut points, cuts, moves, tree commits and state transfer of one sequence.
+#include "model/seq_memory.h"
+
+#include <cstring>
+
+#include "base/error.h"
+#include "kv/kv_tree.h"
+
+namespace bee {
+
+int32_t SeqMemory::cut_point(int seq, int32_t p) const {
+    const int32_t end = n_pos(seq);
+    if (p >= end) return end;
+    if (p <= 0) return 0;
+    if (policy_ == CutPolicy::any) return p;
+    const int32_t b = batch_start_[seq];
+    return b >= 0 && b <= p ? b : 0;
+}
+
+void SeqMemory::cut(int seq, int32_t p) {
+    if (p >= n_pos(seq)) return;
+    if (cut_point(seq, p) != p)
+        fail("sequence memory: sequence %d cannot be cut at position %d (nearest cut point %d; ask cut_point first)",
+             seq, p, cut_point(seq, p));
+    kv_.seq_rm(seq, p, -1);
+    if (batch_start_[seq] > p) batch_start_[seq] = -1;
+}
+
+void SeqMemory::clear(int seq) {
+    kv_.seq_rm(seq, 0, -1);
+    batch_start_[seq] = -1;
+}
+
+void SeqMemory::clear_all() {
+    kv_.clear();
+    batch_start_.assign(batch_start_.size(), -1);
+}
+
+void SeqMemory::move_down(int seq, int32_t p0, int32_t p1, int32_t p_end) {
+    if (!can_move(seq)) fail("sequence memory: sequence %d cannot drop a middle range (recurrent state)", seq);
+    kv_.seq_rm(seq, p0, p1);
+    kv_.seq_shift(seq, p1, p_end, p0 - p1);
+    batch_start_[seq] = -1;
+}
+
+void SeqMemory::shift(int seq, int32_t p0, int32_t p1, int32_t delta) {
+    if (!can_move(seq)) fail("sequence memory: sequence %d cannot move positions (recurrent state)", seq);
+    kv_.seq_shift(seq, p0, p1, delta);
+    batch_start_[seq] = -1;
+}
+
+void SeqMemory::copy(int src, int dst, int32_t p0, int32_t p1) {
+    kv_.seq_cp(src, dst, p0, p1);
+    batch_start_[dst] = -1;
+}
+
+void SeqMemory::prune_rows(int seq, int32_t pos0, const std::vector<uint8_t>& keep) {
+    if (!can_prune_rows(seq)) fail("sequence memory: sequence %d cannot free single rows of a tree batch", seq);
+    kv_tree_commit(kv_, seq, pos0, keep);
+    batch_start_[seq] = -1;
+}
+
+bool SeqMemory::load(int seq, const SeqState& st) {
+    if (!seq_state_import(kv_, seq, st)) return false;
+    batch_start_[seq] = -1;
+    return true;
+}
+
+bool SeqMemory::fill_repeating(int seq, int n) {
+    std::vector<std::pair<int32_t, int32_t>> src;  // (pos, cell) of what the sequence holds
+    kv_.seq_cells_sorted(seq, src);
+    if (src.empty() || n <= 0) return n <= 0;
+    const int32_t p0 = n_pos(seq);
+    std::vector<int32_t> pos(n), seqs(n, seq), cells(n);
+    for (int i = 0; i < n; i++) pos[i] = p0 + i;
+    if (!kv_.alloc(n, pos.data(), seqs.data(), cells.data())) return false;
+    for (int il = 0; il < kv_.params().n_layer; il++)
+        for (int i = 0; i < n; i++) {
+            const int32_t from = src[(size_t)i % src.size()].second;
+            std::memcpy(kv_.k_row(il, cells[i]), kv_.k_row(il, from), kv_.k_row_bytes());
+            std::memcpy(kv_.v_row(il, cells[i]), kv_.v_row(il, from), kv_.v_row_bytes(il));
+        }
+    batch_start_[seq] = -1;
+    return true;
+}
+
+void SeqMemory::begin_batch(int seq, int32_t pos0) { batch_start_[seq] = pos0; }
+
+}  // namespace bee

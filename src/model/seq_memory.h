@@ -1,0 +1,78 @@
+// model/seq_memory: the one owner of what a sequence has cached (its KV cells today; recurrent state
+// for Gated DeltaNet layers later). Everything above model/ changes a sequence's cached state here —
+// cut, clear, move, tree commit, export/import — never through the KV cache itself.
+//
+// Not every memory can be cut anywhere. Attention KV can drop any suffix; a recurrent layer's state
+// only exists at the points where it was kept (the end of the sequence, the start of its last batch,
+// checkpoints). Callers ask first (`cut_point`, `can_move`, `can_prune_rows`) and fall back when the
+// answer is no: cut at the returned point and re-decode the rest (`Engine::rewind`), or re-process the
+// prompt. CutPolicy::checkpoints applies the recurrent rules to any model, so the fall-backs are tested
+// on attention-only models before a recurrent one exists.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "kv/kv_state.h"
+
+namespace bee {
+
+enum class CutPolicy {
+    any,          // attention KV: any suffix can be dropped, ranges moved, tree rows pruned
+    checkpoints,  // recurrent rules: cut only at the end, at the start of the sequence's last batch, or to empty
+};
+
+class SeqMemory {
+public:
+    SeqMemory(KvCache& kv, CutPolicy policy) : kv_(kv), policy_(policy) {}
+
+    CutPolicy policy() const { return policy_; }
+    const KvCache& kv() const { return kv_; }
+
+    // Positions held by `seq`: its highest position + 1 (0 when empty).
+    int32_t n_pos(int seq) const { return kv_.seq_pos_max(seq) + 1; }
+    // The largest position c <= p such that the sequence can be cut to [0, c) exactly. With
+    // CutPolicy::any that is p itself; otherwise the end, the start of the last batch, or 0.
+    int32_t cut_point(int seq, int32_t p) const;
+    // Keeps positions [0, p) of `seq`. Throws Error unless cut_point(seq, p) == p.
+    void cut(int seq, int32_t p);
+    void clear(int seq);
+    void clear_all();
+
+    // Whether a range can be dropped from the middle with the rest moved down (context shift, chunk reuse).
+    bool can_move(int /*seq*/) const { return policy_ == CutPolicy::any; }
+    // Drops positions [p0, p1) and moves [p1, p_end) down by p1 - p0 (their keys are re-rotated at the
+    // next decode). Throws Error when !can_move(seq) or when cells are shared with another sequence.
+    void move_down(int seq, int32_t p0, int32_t p1, int32_t p_end);
+
+    // Adds delta to the positions in [p0, p1) of seq (p1 < 0: to the end); keys are re-rotated at the
+    // next decode. Throws Error when !can_move(seq) or when cells are shared with another sequence.
+    void shift(int seq, int32_t p0, int32_t p1, int32_t delta);
+    // Sequence dst also holds src's positions [p0, p1) (p1 < 0: to the end), sharing the cells (a fork).
+    void copy(int src, int dst, int32_t p0 = 0, int32_t p1 = -1);
+
+    // Whether single rows of the sequence's last (tree) batch can be freed (speculative tree commit).
+    bool can_prune_rows(int /*seq*/) const { return policy_ == CutPolicy::any; }
+    // The last batch of `seq` was a tree of keep.size() rows at positions >= pos0; frees the rows whose
+    // keep[i] is 0 (kv/kv_tree.h). Throws Error when !can_prune_rows(seq).
+    void prune_rows(int seq, int32_t pos0, const std::vector<uint8_t>& keep);
+
+    // The state of `seq` below position p1 (p1 < 0: all), and back into an empty sequence (false: no room).
+    SeqState save(int seq, int32_t p1 = -1) const { return seq_state_export(kv_, seq, p1); }
+    bool load(int seq, const SeqState& st);
+
+    // Benchmarks of deep contexts: extends `seq` (which holds positions [0, n_pos)) by n positions whose
+    // K/V rows repeat its existing rows, without decoding them. False if the cache has no room.
+    bool fill_repeating(int seq, int n);
+
+    // Engine::decode tells the memory where each sequence's batch starts (a checkpoint under the
+    // recurrent rules).
+    void begin_batch(int seq, int32_t pos0);
+
+private:
+    KvCache& kv_;
+    CutPolicy policy_;
+    std::vector<int32_t> batch_start_ = std::vector<int32_t>(kMaxSequences, -1);  // per sequence, -1: none
+};
+
+}  // namespace bee
