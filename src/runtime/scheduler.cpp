@@ -352,7 +352,25 @@ bool Scheduler::build_batch() {
         s->step_out0 = last_chunk ? n_out++ : -1;
         budget -= n;
     }
+    set_capture();
     return batch_.size() > 0;
+}
+
+// Hidden-state capture for the slots whose drafters read the target's hidden states: the union of their
+// layers for the batch, and only their rows captured (no capture at all when no slot asks).
+void Scheduler::set_capture() {
+    for (const Slot& s : slots_) {
+        if (s.step_rows == 0) continue;
+        for (int32_t il : s.capture_layers())
+            if (std::find(batch_.capture_layers.begin(), batch_.capture_layers.end(), il) == batch_.capture_layers.end())
+                batch_.capture_layers.push_back(il);
+    }
+    if (batch_.capture_layers.empty()) return;
+    std::sort(batch_.capture_layers.begin(), batch_.capture_layers.end());
+    batch_.capture.assign(batch_.size(), 0);
+    for (const Slot& s : slots_)
+        if (s.step_rows > 0 && !s.capture_layers().empty())
+            std::fill(batch_.capture.begin() + s.step_row0, batch_.capture.begin() + s.step_row0 + s.step_rows, 1);
 }
 
 void Scheduler::decode_step() {
@@ -388,6 +406,7 @@ void Scheduler::decode_step() {
             continue;
         }
         for (int i = 0; i < s.step_rows; i++) s.cache.push_back(batch_.token[s.step_row0 + i]);
+        s.observe_target(batch_, out_, s.state() == Slot::State::prefill);
         if (s.state() == Slot::State::prefill) {
             s.report_progress(now);
             if (s.prompt_left() > 0) continue;

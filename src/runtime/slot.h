@@ -84,6 +84,11 @@ public:
     bool context_shift = false;
     void context_shifted();
     void end_context_full(double now_ms);
+    // Hidden-state layers this slot's drafters read (empty: none), and the hand-over of the rows the
+    // target decoded for this slot in the current step (prompt chunk or plain generation row; drafting
+    // steps hand theirs over inside verify_draft).
+    const std::vector<int32_t>& capture_layers() const;
+    void observe_target(const Batch& b, const DecodeOutput& out, bool prefill);
     // The speculative types this slot's current task uses (empty: none).
     std::vector<std::string> spec_types() const;
 

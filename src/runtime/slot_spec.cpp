@@ -45,6 +45,7 @@ bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, in
     const int32_t pos = (int32_t)cache.size();  // last_'s position
     const int n_drafted = spec_->tree().size();
     const VerifyResult r = spec_->verify(b, out, step_row0, *sampler_);
+    spec_->observe_target(b, out, step_row0, step_rows, false);
     spec_->commit(eng, id_, pos, r);  // the cache now holds last_ and the accepted draft tokens
     fin_.draft_n += n_drafted;
     fin_.draft_n_accepted += r.n_accepted();
@@ -69,6 +70,15 @@ bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, in
         if (i + 1 < r.tokens.size()) cache.push_back(t);
     }
     return false;
+}
+
+const std::vector<int32_t>& Slot::capture_layers() const {
+    static const std::vector<int32_t> none;
+    return spec_ ? spec_->capture_layers() : none;
+}
+
+void Slot::observe_target(const Batch& b, const DecodeOutput& out, bool prefill) {
+    if (spec_ && step_rows > 0) spec_->observe_target(b, out, step_row0, step_rows, prefill);
 }
 
 std::vector<std::string> Slot::spec_types() const {

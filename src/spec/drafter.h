@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "model/batch.h"
 #include "spec/draft_tree.h"
 #include "spec/spec_params.h"
 
@@ -36,6 +37,21 @@ struct VerifyRows {
     const std::vector<int32_t>& committed_rows;  // root first, then the accepted nodes' rows
 };
 
+// Rows the target decoded for one sequence in one batch, handed to its drafters right after the decode,
+// in decode order, whether or not other sequences shared the batch: row i of this sequence is batch row
+// row0 + i (tokens, positions, logits of the rows that asked, hidden states of the captured rows).
+struct TargetRows {
+    const Batch& batch;
+    const DecodeOutput& out;
+    int row0 = 0, n = 0;
+    bool prefill = false;  // a prompt chunk (else a generation step: [id_last] + draft rows)
+    int32_t token(int i) const { return batch.token[row0 + i]; }
+    int32_t pos(int i) const { return batch.pos[row0 + i]; }
+    const float* logits(int i) const { return out.logits_for_row(row0 + i); }
+    // Captured hidden state of row i for layer slot j (an index into out.hidden_layers), or nullptr.
+    const float* hidden(int i, int j) const { return out.hidden_for_row(row0 + i, j); }
+};
+
 class Drafter {
 public:
     virtual ~Drafter() = default;
@@ -46,6 +62,13 @@ public:
     virtual void draft(const DraftRequest& req, DraftTree& out) = 0;
     // After each verify batch of this sequence (whoever drafted): the target's logits per row.
     virtual void observe(const VerifyRows& rows) { (void)rows; }
+    // Every batch the target decoded for this sequence: prompt chunks (prefill, before begin()) and each
+    // generation step's rows (after verification, before observe()). A drafter that keeps what it reads
+    // here starts over when a prompt chunk at position 0 arrives (a cached prefix is not decoded again).
+    virtual void observe_target(const TargetRows& rows) { (void)rows; }
+    // The target layers whose input (the residual stream; n_layer: the final hidden state) this drafter
+    // reads in observe_target; empty: none, and nothing is captured for it.
+    virtual std::vector<int32_t> capture_layers() const { return {}; }
     // After verification: how many draft tokens were accepted. is_other: another drafter produced it.
     virtual void accept(int n_accepted, bool is_other) { (void)n_accepted, (void)is_other; }
     // The request ended; `output` is every token it generated.

@@ -26,7 +26,9 @@ GenerateResult generate_tokens(Engine& eng, Sampler& sampler, Speculator* spec, 
         b.clear();
         const size_t end = std::min(prompt.size(), i + (size_t)n_batch);
         for (size_t j = i; j < end; j++) b.add(prompt[j], (int32_t)j, 0, j + 1 == prompt.size());
+        if (spec) b.capture_layers = spec->capture_layers();
         eng.decode(b, out);
+        if (spec) spec->observe_target(b, out, 0, b.size(), true);
     }
     r.prompt_ms = time_ms() - t0;
 
@@ -57,11 +59,13 @@ GenerateResult generate_tokens(Engine& eng, Sampler& sampler, Speculator* spec, 
         } else {
             b.add(id_last, pos, 0, true);
         }
+        if (spec) b.capture_layers = spec->capture_layers();
         eng.decode(b, out);
         r.n_decodes++;
         VerifyResult v;
         if (spec) {
             v = spec->verify(b, out, row0, sampler);
+            spec->observe_target(b, out, row0, b.size() - row0, false);
             spec->commit(eng, 0, pos, v);
         } else {
             v.tokens.push_back(sampler.sample(out.logits_at(0)));

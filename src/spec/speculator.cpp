@@ -26,6 +26,28 @@ Speculator::Speculator(SpecShared& shared, const std::vector<std::string>& types
         stats_.drafters.push_back(st);
     }
     policy_ = make_depth_policy(p.depth, shared.verify_cost());
+    collect_capture_layers();
+}
+
+void Speculator::collect_capture_layers() {
+    capture_layers_.clear();
+    for (const auto& d : drafters_)
+        for (int32_t il : d->capture_layers()) capture_layers_.push_back(il);
+    std::sort(capture_layers_.begin(), capture_layers_.end());
+    capture_layers_.erase(std::unique(capture_layers_.begin(), capture_layers_.end()), capture_layers_.end());
+}
+
+void Speculator::add_drafter(std::unique_ptr<Drafter> d, const char* stats_name) {
+    drafters_.push_back(std::move(d));
+    DrafterStats st;
+    st.name = stats_name;
+    stats_.drafters.push_back(st);
+    collect_capture_layers();
+}
+
+void Speculator::observe_target(const Batch& b, const DecodeOutput& out, int row0, int n, bool prefill) {
+    const TargetRows rows{b, out, row0, n, prefill};
+    for (const auto& d : drafters_) d->observe_target(rows);
 }
 
 Speculator::~Speculator() = default;

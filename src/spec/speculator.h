@@ -74,6 +74,14 @@ public:
     void commit(Engine& eng, int seq, int32_t pos, const VerifyResult& r);
     void end(const std::vector<int32_t>& output);
 
+    // Hidden-state capture the drafters need: the union of their layers, sorted (empty: none). The
+    // caller sets it as Batch::capture_layers for this sequence's rows.
+    const std::vector<int32_t>& capture_layers() const { return capture_layers_; }
+    // Hands the rows the target just decoded for this sequence to every drafter (Drafter::observe_target).
+    void observe_target(const Batch& b, const DecodeOutput& out, int row0, int n, bool prefill);
+    // Tests: a drafter that is not in the registry, after the configured ones.
+    void add_drafter(std::unique_ptr<Drafter> d, const char* stats_name);
+
     const DraftTree& tree() const { return tree_; }
     const SpecStats& stats() const { return stats_; }
     const char* policy_name() const { return policy_->name(); }
@@ -91,6 +99,8 @@ private:
     double t_start_ = 0, draft_ms_ = 0;
     std::vector<int32_t> row_tokens_;
     std::vector<const float*> row_logits_;
+    std::vector<int32_t> capture_layers_;
+    void collect_capture_layers();
 };
 
 }  // namespace bee
