@@ -25,40 +25,47 @@ std::string load_error(const std::string& path, const ModelLoadParams& lp) {
     return "";
 }
 
+// A fresh file of the preset (tiny_model()'s own file is gone once loaded).
+std::string written(const char* preset) {
+    const std::string path = temp_path(std::string("load_params_") + preset);
+    write_tiny_model(tiny_config(preset), path);
+    return path;
+}
+
 TEST(LoadParams, OverrideKvReachesTheArchitecture) {
-    const TinyModel& tm = tiny_model("llama");
+    const std::string path = written("llama");
     ModelLoadParams lp;
     lp.kv_overrides = parse_gguf_overrides("llama.context_length=int:77,llama.rope.freq_base=float:1234");
-    std::unique_ptr<Model> m = Model::load(tm.path, lp);
+    std::unique_ptr<Model> m = Model::load(path, lp);
     EXPECT_EQ(m->hparams().n_ctx_train, 77);
     EXPECT_FLOAT_EQ(m->hparams().layers[0].rope.freq_base, 1234.0f);
     EXPECT_EQ(m->gguf().get_int("llama.context_length"), 77);
     lp.kv_overrides = parse_gguf_overrides("llama.block_count=str:two");
-    EXPECT_NE(load_error(tm.path, lp).find("the file stores"), std::string::npos);
+    EXPECT_NE(load_error(path, lp).find("the file stores"), std::string::npos);
 }
 
 TEST(LoadParams, RopeFlagsReplaceTheFilesValues) {
-    const TinyModel& tm = tiny_model("llama");
-    const RopeParams base = tm.model->hparams().layers[0].rope;
+    const std::string path = written("llama");
+    const RopeParams base = Model::load(path)->hparams().layers[0].rope;
     EXPECT_FLOAT_EQ(base.freq_scale, 1.0f);
     ModelLoadParams lp;
     lp.rope_freq_base = 500.0f;
     lp.rope_freq_scale = 0.25f;  // --rope-scale 4: linear, as llama.cpp when the file names no scaling type
-    std::unique_ptr<Model> m = Model::load(tm.path, lp);
+    std::unique_ptr<Model> m = Model::load(path, lp);
     for (const LayerParams& l : m->hparams().layers) {
         EXPECT_FLOAT_EQ(l.rope.freq_base, 500.0f);
         EXPECT_FLOAT_EQ(l.rope.freq_scale, 0.25f);
     }
     lp.rope_scaling = "none";  // --rope-scaling none: never scaled
-    EXPECT_FLOAT_EQ(Model::load(tm.path, lp)->hparams().layers[0].rope.freq_scale, 1.0f);
+    EXPECT_FLOAT_EQ(Model::load(path, lp)->hparams().layers[0].rope.freq_scale, 1.0f);
 }
 
 TEST(LoadParams, GemmaLocalLayersKeepTheirRope) {
-    const TinyModel& tm = tiny_model("gemma3");
+    const std::string path = written("gemma3");
     ModelLoadParams lp;
     lp.rope_freq_base = 777.0f;
-    std::unique_ptr<Model> m = Model::load(tm.path, lp);
-    const std::vector<LayerParams>& want = tm.model->hparams().layers;
+    std::unique_ptr<Model> m = Model::load(path, lp);
+    const std::vector<LayerParams> want = Model::load(path)->hparams().layers;
     for (size_t i = 0; i < want.size(); i++) {
         const float got = m->hparams().layers[i].rope.freq_base;
         EXPECT_FLOAT_EQ(got, want[i].swa ? want[i].rope.freq_base : 777.0f) << i;
@@ -68,8 +75,8 @@ TEST(LoadParams, GemmaLocalLayersKeepTheirRope) {
 TEST(LoadParams, CheckTensorsFindsNanAndInf) {
     ModelLoadParams lp;
     lp.check_tensors = true;
-    EXPECT_NO_THROW(Model::load(tiny_model("llama").path, lp));
-    EXPECT_NO_THROW(Model::load(tiny_model("llama_q8_0").path, lp));
+    EXPECT_NO_THROW(Model::load(written("llama"), lp));
+    EXPECT_NO_THROW(Model::load(written("llama_q8_0"), lp));
     // f32: one NaN in a layer matrix
     const std::string f32 = temp_path("nan_f32");
     write_tiny_model(tiny_config("llama"), f32, [](TensorSpec& t) {
