@@ -8,7 +8,11 @@
 #include <cstring>
 #include <memory>
 
+#include <sys/mman.h>
+
+#include "app/args_compat.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 
@@ -88,6 +92,36 @@ void ArgParser::f32(const char* names, float* out, const char* help, float lo, f
     });
 }
 
+void ArgParser::action(const char* names, const char* help, std::function<void()> fn) {
+    opts_.push_back({split_names(names), false, "", help, [fn = std::move(fn)](const std::string&) { fn(); }});
+}
+
+void ArgParser::ignored(const char* names, int n_values, const char* note) {
+    const std::string flag = display_name(names);
+    std::vector<std::string>* notes = &notes_;
+    auto seen = std::make_shared<bool>(false);
+    opts_.push_back({split_names(names), n_values > 0, "X", note,
+                     [=](const std::string& v) {
+                         if (*seen) return;  // reported once, with the first value given
+                         *seen = true;
+                         notes->push_back(flag + (v.empty() ? "" : " " + v) + ": ignored: " + note);
+                     },
+                     Kind::ignored});
+}
+
+void ArgParser::refused(const char* names, const char* reason) {
+    opts_.push_back({split_names(names), false, "", reason, [](const std::string&) {}, Kind::refused});
+}
+
+void ArgParser::exit_with(const char* names, const char* help, std::string text) {
+    opts_.push_back({split_names(names), false, "", help,
+                     [this, text = std::move(text)](const std::string&) {
+                         exit_text_ = text;
+                         exit_ = true;
+                     },
+                     Kind::exit});
+}
+
 const ArgParser::Opt* ArgParser::find(const std::string& name) const {
     for (const Opt& o : opts_)
         for (const std::string& n : o.names)
@@ -112,27 +146,40 @@ bool ArgParser::parse(int argc, char** argv) {
         if (a.size() > 1 && a[0] == '-' && !(a.size() > 1 && (isdigit((unsigned char)a[1]) || a[1] == '.'))) {
             const Opt* o = find(a);
             if (!o) fail("unknown option '%s' (see %s --help)", a.c_str(), prog_.c_str());
+            if (o->kind == Kind::refused) fail("%s is not supported: %s", a.c_str(), o->help.c_str());
             if (o->takes_value && !has_inline) {
                 if (i + 1 >= argc) fail("option %s needs a value (%s)", a.c_str(), o->meta.c_str());
                 value = argv[++i];
             }
             o->set(value);
+            if (exit_) {
+                fputs(exit_text_.c_str(), stdout);
+                return false;
+            }
         } else {
             if (!pos_) fail("unexpected argument '%s' (see %s --help)", a.c_str(), prog_.c_str());
             pos_->push_back(a);
         }
     }
+    for (const std::string& n : notes_) BEE_LOG_INFO("%s", n.c_str());
     return true;
 }
 
 std::string ArgParser::usage() const {
     std::string s = "usage: " + prog_ + " [options]" + (pos_ ? " " + pos_meta_ : "") + "\n" + summary_ + "\n\n";
+    std::string ignored, refused;
     for (const Opt& o : opts_) {
+        if (o.kind == Kind::ignored || o.kind == Kind::refused) {
+            (o.kind == Kind::ignored ? ignored : refused) += " " + o.names[0];
+            continue;
+        }
         std::string left;
         for (const std::string& n : o.names) left += (left.empty() ? "" : ", ") + n;
         if (o.takes_value) left += " " + o.meta;
         s += strfmt("  %-34s %s\n", left.c_str(), o.help.c_str());
     }
+    if (!ignored.empty()) s += "\nllama.cpp flags accepted with no effect here (each reported at start-up):" + ignored + "\n";
+    if (!refused.empty()) s += "\nllama.cpp flags refused, with the reason:" + refused + "\n";
     return s;
 }
 
@@ -142,6 +189,59 @@ static bool parse_on_off(const std::string& v, const char* flag) {
     if (v == "on") return true;
     if (v == "off") return false;
     fail("invalid value '%s' for %s: expected on or off", v.c_str(), flag);
+}
+
+void add_log_options(ArgParser& p) {
+    p.action("-v,--verbose,--log-verbose", "log everything (debug level)", [] { log_set_level(LogLevel::debug); });
+    p.custom("-lv,--verbosity,--log-verbosity", "N", "log threshold: 1 errors, 2 warnings, 3 info, 4 debug [3]",
+             [](const std::string& v) {
+                 const long long n = parse_integer(v, "-lv/--verbosity");
+                 log_set_level(n >= 4 ? LogLevel::debug : n == 3 ? LogLevel::info : n == 2 ? LogLevel::warn
+                                                                                    : LogLevel::error);
+             });
+    p.action("--log-disable", "no log output", [] { log_set_level(LogLevel::off); });
+    p.custom("--log-file", "FILE", "also write the log to FILE", [](const std::string& v) {
+        FILE* f = fopen(v.c_str(), "a");  // note: stays open for the life of the process
+        if (!f) fail("--log-file %s: cannot open for writing: %s", v.c_str(), strerror(errno));
+        log_set_file(f);
+    });
+    p.action("--log-timestamps", "start each log line with the time", [] { log_set_timestamps(true); });
+    p.action("--no-log-timestamps", "no time on log lines (the default)", [] { log_set_timestamps(false); });
+}
+
+// --rope-scaling none|linear (yarn is refused: Bee has no YaRN, the model would be run unscaled).
+static std::string parse_rope_scaling(const std::string& v) {
+    if (v == "none" || v == "linear") return v;
+    if (v == "yarn")
+        fail("--rope-scaling yarn is not supported: Bee implements linear rope scaling only, and running the model "
+             "without YaRN would give wrong output past its trained context");
+    fail("invalid value '%s' for --rope-scaling: expected none, linear or yarn", v.c_str());
+}
+
+// Rope and load-time flags (llama.cpp names) into ModelLoadParams, plus --mlock.
+static void add_load_options(ArgParser& p, ModelOptions& o) {
+    ModelLoadParams& l = o.load;
+    p.custom("--override-kv", "KEY=TYPE:VALUE,...",
+             "override model metadata (TYPE int, float, bool, str), e.g. llama.context_length=int:8192",
+             [&l](const std::string& v) {
+                 for (GgufOverride& ov : parse_gguf_overrides(v)) l.kv_overrides.push_back(std::move(ov));
+             });
+    p.custom("--rope-scaling", "none|linear", "rope frequency scaling [the model's]",
+             [&l](const std::string& v) { l.rope_scaling = parse_rope_scaling(v); });
+    p.custom("--rope-scale", "N", "rope context scaling factor: linear scaling by N [the model's]",
+             [&l](const std::string& v) {
+                 float n = 0;
+                 if (sscanf(v.c_str(), "%f", &n) != 1 || !(n > 0)) fail("invalid value '%s' for --rope-scale", v.c_str());
+                 l.rope_freq_scale = 1.0f / n;
+             });
+    p.f32("--rope-freq-base", &l.rope_freq_base, "rope base frequency [the model's]", 0.0f, 1e12f);
+    p.f32("--rope-freq-scale", &l.rope_freq_scale, "rope frequency scale: linear scaling by 1/N [the model's]", 0.0f,
+          1e6f);
+    for (const char* yarn : {"--yarn-orig-ctx", "--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-slow",
+                             "--yarn-beta-fast"})
+        p.ignored(yarn, 1, "they apply to YaRN rope scaling, which Bee does not implement (YaRN models are refused)");
+    p.flag("--check-tensors", &l.check_tensors, "check every tensor value is finite before loading (slower start)");
+    p.flag("--mlock", &o.mlock, "lock the loaded model in RAM (no swapping)");
 }
 
 void add_model_options(ArgParser& p, ModelOptions& o) {
@@ -162,6 +262,22 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
     p.custom("--kv-boundary-layers", "N|auto|0",
              "keep turbo V at q8_0 on the first and last N layers (auto: 2 on models of 16+ layers; 0: none) [auto]",
              [&o](const std::string& v) { o.kv_boundary_layers = kv_boundary_from_name(v, "--kv-boundary-layers"); });
+    add_load_options(p, o);
+    add_log_options(p);
+    add_compat_options(p, kCompatModel);
+}
+
+void lock_model_memory() {
+    if (mlockall(MCL_CURRENT) != 0)
+        BEE_LOG_WARN("--mlock: cannot lock the model in RAM (%s); raise RLIMIT_MEMLOCK (ulimit -l)", strerror(errno));
+    else
+        BEE_LOG_INFO("--mlock: the model is locked in RAM");
+}
+
+std::unique_ptr<Model> load_model(const ModelOptions& o) {
+    std::unique_ptr<Model> m = Model::load(o.model, o.load);
+    if (o.mlock) lock_model_memory();
+    return m;
 }
 
 // llama.cpp's --logit-bias value: TOKEN_ID+BIAS or TOKEN_ID-BIAS (BIAS a number or inf; -inf bans it).
@@ -182,7 +298,7 @@ static std::pair<int32_t, float> parse_logit_bias_arg(const std::string& v) {
 }
 
 // "\n", "\t", "\"" and "\\" in a command-line string, as llama.cpp reads --dry-sequence-breaker.
-static std::string unescape_arg(const std::string& v) {
+std::string unescape_arg(const std::string& v) {
     std::string out;
     for (size_t i = 0; i < v.size(); i++) {
         if (v[i] != '\\' || i + 1 == v.size()) {
@@ -197,7 +313,7 @@ static std::string unescape_arg(const std::string& v) {
 
 void add_sampling_options(ArgParser& p, SamplingParams& s) {
     p.u64("-s,--seed", &s.seed, "RNG seed (-1: random) [-1]");
-    p.f32("--temp", &s.temp, "temperature (0: greedy) [0.8]", 0.0f, 100.0f);
+    p.f32("--temp,--temperature", &s.temp, "temperature (0: greedy) [0.8]", 0.0f, 100.0f);
     p.i32("--top-k", &s.top_k, "top-k (0: off) [40]", 0, INT32_MAX);
     p.f32("--top-p", &s.top_p, "top-p (1: off) [0.95]", 0.0f, 1.0f);
     p.f32("--min-p", &s.min_p, "min-p (0: off) [0.05]", 0.0f, 1.0f);
@@ -208,7 +324,7 @@ void add_sampling_options(ArgParser& p, SamplingParams& s) {
     p.custom("-l,--logit-bias", "ID(+|-)BIAS", "add BIAS to token ID's logit, e.g. 15043+1 or 15043-inf (repeatable)",
              [&s](const std::string& v) { s.logit_bias.push_back(parse_logit_bias_arg(v)); });
     p.f32("--top-nsigma,--top-n-sigma", &s.top_n_sigma, "top-n-sigma (-1: off) [-1]", -1.0f, 1e6f);
-    p.f32("--typical", &s.typical_p, "locally typical sampling p (1: off) [1]", 0.0f, 1.0f);
+    p.f32("--typical,--typical-p", &s.typical_p, "locally typical sampling p (1: off) [1]", 0.0f, 1.0f);
     p.f32("--xtc-probability", &s.xtc_probability, "XTC: chance to exclude the top choices (0: off) [0]", 0.0f, 1.0f);
     p.f32("--xtc-threshold", &s.xtc_threshold, "XTC: probability a top choice needs (> 0.5: off) [0.1]", 0.0f, 1.0f);
     p.f32("--dynatemp-range", &s.dynatemp_range, "dynamic temperature range (0: off) [0]", 0.0f, 100.0f);
@@ -249,6 +365,7 @@ void add_sampling_options(ArgParser& p, SamplingParams& s) {
                  if (v.find(';') != std::string::npos) fail("--sampling-seq '%s': give letters, e.g. kt", v.c_str());
                  s.order = parse_sampler_order(v);
              });
+    add_compat_options(p, kCompatGen);
 }
 
 SamplingParams with_vocab(SamplingParams s, const Model& m) {

@@ -3,11 +3,13 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gguf/ggml_type.h"
 #include "model/engine.h"
+#include "model/model.h"
 #include "sample/sampler.h"
 
 namespace bee {
@@ -23,6 +25,15 @@ public:
     void u64(const char* names, uint64_t* out, const char* help);
     void f32(const char* names, float* out, const char* help, float lo = -1e30f, float hi = 1e30f);
     void custom(const char* names, const char* meta, const char* help, std::function<void(const std::string&)> fn);
+    // A flag without a value that runs fn.
+    void action(const char* names, const char* help, std::function<void()> fn);
+    // llama.cpp flags Bee takes without acting on them (n_values 0 or 1): parse() logs "<flag>: <note>"
+    // once per flag after the whole command line is read; usage() lists them on one line.
+    void ignored(const char* names, int n_values, const char* note);
+    // llama.cpp flags Bee refuses: seeing one is an Error "<flag>: <reason>".
+    void refused(const char* names, const char* reason);
+    // A flag that prints text to stdout and makes parse() return false, as --help does.
+    void exit_with(const char* names, const char* help, std::string text);
     // Positional arguments collected in order (parse() fails on extra ones if none registered).
     void positional(std::vector<std::string>* out, const char* meta) { pos_ = out; pos_meta_ = meta; }
 
@@ -31,15 +42,20 @@ public:
     std::string usage() const;
 
 private:
+    enum class Kind { normal, ignored, refused, exit };
     struct Opt {
         std::vector<std::string> names;
         bool takes_value;
         std::string meta, help;
         std::function<void(const std::string&)> set;
+        Kind kind = Kind::normal;
     };
     const Opt* find(const std::string& name) const;
     std::string prog_, summary_;
     std::vector<Opt> opts_;
+    std::vector<std::string> notes_;  // ignored flags seen, one line each
+    std::string exit_text_;
+    bool exit_ = false;
     std::vector<std::string>* pos_ = nullptr;
     std::string pos_meta_;
 };
@@ -56,11 +72,23 @@ struct ModelOptions {
     bool kv_auto_asymmetric = true;
     bool kv_rotate = true;
     int32_t kv_boundary_layers = kKvBoundaryAuto;  // --kv-boundary-layers (kv/kv_layers.h)
+    ModelLoadParams load;  // --override-kv, --rope-*, --check-tensors
+    bool mlock = false;    // --mlock: lock the loaded model in RAM
 };
+// Also registers the log options (-v, -lv, --log-*) and the llama.cpp model/device flags Bee accepts
+// or refuses (app/args_compat.h).
 void add_model_options(ArgParser& p, ModelOptions& o);
+// -v, -lv, --log-disable, --log-file, --log-timestamps: applied as they are parsed.
+void add_log_options(ArgParser& p);
+// Model::load with the options' load parameters, then --mlock.
+std::unique_ptr<Model> load_model(const ModelOptions& o);
+// --mlock: locks the process's pages in RAM; a failure (RLIMIT_MEMLOCK) is a warning, as in llama.cpp.
+void lock_model_memory();
 // The Engine settings the model options ask for (n_ubatch is capped by n_batch).
 EngineParams engine_params(const ModelOptions& o);
 void add_sampling_options(ArgParser& p, SamplingParams& s);
+// "\n", "\t", "\r", "\"" and "\\" in a command-line string become the characters they name.
+std::string unescape_arg(const std::string& v);
 // s with its DRY sequence breakers bound to the model's vocabulary (sample/sampler.h bind_dry_breakers).
 SamplingParams with_vocab(SamplingParams s, const Model& m);
 

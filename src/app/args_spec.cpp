@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "app/args_compat.h"
 #include "base/error.h"
 #include "spec/registry.h"
 
@@ -16,6 +17,20 @@ void add_ngram_sizes(ArgParser& p, NgramSizes& s, const std::string& kind) {
     p.i32((pre + "-size-n").c_str(), &s.size_n, "key length N: tokens that must match [12]", 1, 1024);
     p.i32((pre + "-size-m").c_str(), &s.size_m, "draft length M [48]", 1, 1024);
     p.i32((pre + "-min-hits").c_str(), &s.min_hits, "key occurrences before drafting (map-k4v) [1]", 1, 1 << 20);
+}
+
+// llama.cpp's name for the draft-model drafter, draft-simple, is Bee's draft.
+std::string llama_spec_type_names(const std::string& list) {
+    std::string out;
+    size_t start = 0;
+    while (start <= list.size()) {
+        size_t end = list.find(',', start);
+        if (end == std::string::npos) end = list.size();
+        const std::string name = list.substr(start, end - start);
+        out += (out.empty() ? "" : ",") + (name == "draft-simple" ? std::string("draft") : name);
+        start = end + 1;
+    }
+    return out;
 }
 
 void add_depth_options(ArgParser& p, SpecOptions& o) {
@@ -51,9 +66,9 @@ void add_depth_options(ArgParser& p, SpecOptions& o) {
 void add_spec_options(ArgParser& p, SpecOptions& o) {
     SpecParams& s = o.params;
     p.custom("--spec-type", "LIST", "speculative decoding: none or a comma list of ngram-simple, ngram-map-k, "
-             "ngram-map-k4v, ngram-mod, ngram-cache, copyspec, recycle, suffix, draft [none]",
+             "ngram-map-k4v, ngram-mod, ngram-cache, copyspec, recycle, suffix, draft (or draft-simple) [none]",
              [&o](const std::string& v) {
-                 o.params.types = parse_spec_types(v);
+                 o.params.types = parse_spec_types(llama_spec_type_names(v));
                  o.type_given = true;
              });
     p.flag("--spec-default", &o.spec_default, "preset: --spec-type ngram-mod with n-match 24, n-min 48, n-max 64");
@@ -97,7 +112,9 @@ void add_spec_options(ArgParser& p, SpecOptions& o) {
                  "--spec-ngram-map-k-size-n, --spec-ngram-mod-n-match)", removed);
         });
     }
+    p.i32("-td,--threads-draft,--spec-draft-threads", &o.draft_threads, "draft model threads (0: -t) [0]", 0, 4096);
     add_depth_options(p, o);
+    add_compat_options(p, kCompatSpec);
 }
 
 void finish_spec_options(SpecOptions& o, int n_ctx, int n_threads) {
@@ -118,7 +135,7 @@ void finish_spec_options(SpecOptions& o, int n_ctx, int n_threads) {
         fail("--spec-ngram-mod-n-min (%d) must not exceed --spec-ngram-mod-n-max (%d)", s.ngram_mod_n_min,
              s.ngram_mod_n_max);
     s.draft_n_ctx = n_ctx;
-    s.draft_n_threads = n_threads;
+    s.draft_n_threads = o.draft_threads > 0 ? o.draft_threads : n_threads;
 }
 
 }  // namespace bee

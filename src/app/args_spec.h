@@ -14,6 +14,7 @@ struct SpecOptions {
     bool spec_default = false;
     bool no_adaptive = false;
     bool type_given = false;
+    int32_t draft_threads = 0;  // -td (0: the target's -t)
 };
 
 void add_spec_options(ArgParser& p, SpecOptions& o);

@@ -255,7 +255,7 @@ int cmd_bench_spec(int argc, char** argv) {
         if (o.model.model.empty()) fail("no model given (use -m FILE)");
         if (o.output != "md" && o.output != "json") fail("invalid value '%s' for -o: use md or json", o.output.c_str());
         if (log_level() < LogLevel::warn) log_set_level(LogLevel::warn);
-        std::unique_ptr<Model> model = Model::load(o.model.model);
+        std::unique_ptr<Model> model = load_model(o.model);
         EngineParams ep = engine_params(o.model);
         Engine eng(*model, ep);
         finish_spec_options(o.spec, eng.params().n_ctx, eng.params().n_threads);

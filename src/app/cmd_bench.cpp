@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/args.h"
+#include "app/args_compat.h"
 #include "app/bench.h"
 #include "app/bench_spec.h"
 #include "app/commands.h"
@@ -247,6 +248,8 @@ int cmd_bench(int argc, char** argv) {
     BenchOptions o;
     ArgParser p("bee bench", "Measure prompt-processing and generation speed (llama-bench style), or read bandwidth.");
     add_bench_options(p, o);
+    add_log_options(p);
+    add_compat_options(p, kCompatBench);
     try {
         if (!p.parse(argc, argv)) return 0;
     } catch (const Error& e) {

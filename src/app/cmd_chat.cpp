@@ -175,7 +175,7 @@ int cmd_chat(int argc, char** argv) {
     try {
         if (!p.parse(argc, argv)) return 0;
         if (o.model.model.empty()) fail("no model given (use -m FILE)");
-        std::unique_ptr<Model> model = Model::load(o.model.model);
+        std::unique_ptr<Model> model = load_model(o.model);
         chat::Template tmpl = load_template(o, *model);
         EngineParams ep = engine_params(o.model);
         Engine eng(*model, ep);

@@ -97,7 +97,7 @@ struct Evaluation {
 // Loads the model and makes an engine whose context holds exactly one chunk.
 Evaluation open_evaluation(const PerplexityOptions& o, int n_ctx) {
     Evaluation ev;
-    ev.model = Model::load(o.model.model);
+    ev.model = load_model(o.model);
     BEE_LOG_INFO("model: %s", ev.model->describe().c_str());
     const int n_train = ev.model->hparams().n_ctx_train;
     if (n_ctx < 4) fail("-c %d is too small: a chunk needs at least 4 tokens (default %d)", n_ctx, kDefaultCtx);

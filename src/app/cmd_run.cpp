@@ -1,5 +1,6 @@
 // app/cmd_run: `bee run` — load a model, prefill a prompt, generate with the sampler chain, print
 // text (or one JSON object with --json) and tokens/s.
+#include <cmath>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,7 @@ struct RunOptions {
     int32_t n_predict = -1;
     bool json = false;
     bool no_display_prompt = false;
+    bool escape = false, ignore_eos = false, special = false;
     SpecOptions spec;
 };
 
@@ -41,12 +43,16 @@ RunResult generate(Engine& eng, const RunOptions& o, Speculator* spec, bool stre
     const Tokenizer& tok = eng.model().tokenizer();
     RunResult r;
     r.prompt_tokens = tok.encode(o.prompt, true, true);
-    Sampler sampler(with_vocab(o.sampling, eng.model()), eng.model().hparams().n_vocab);
+    SamplingParams sp = with_vocab(o.sampling, eng.model());
+    if (o.ignore_eos)  // as llama.cpp: every end-of-generation token gets a -inf logit bias
+        for (int32_t id = 0; id < tok.n_vocab(); id++)
+            if (tok.is_eog(id)) sp.logit_bias.push_back({id, -INFINITY});
+    Sampler sampler(sp, eng.model().hparams().n_vocab);
     if (stream && !o.no_display_prompt) {
         fputs(o.prompt.c_str(), stdout);
         fflush(stdout);
     }
-    StreamDecoder dec(tok);
+    StreamDecoder dec(tok, o.special);
     GenerateOptions go;
     go.n_predict = o.n_predict;
     go.n_batch = o.model.n_batch;
@@ -115,7 +121,13 @@ int cmd_run(int argc, char** argv) {
     add_model_options(p, o.model);
     p.str("-p,--prompt", &o.prompt, "TEXT", "prompt text (special tokens like <|im_start|> are parsed)");
     p.str("-f,--file", &o.prompt_file, "FILE", "read the prompt from a file");
-    p.i32("-n,--n-predict", &o.n_predict, "tokens to generate (-1: until end of generation) [-1]", -1, INT32_MAX);
+    p.i32("-n,--predict,--n-predict", &o.n_predict, "tokens to generate (-1: until end of generation) [-1]", -1,
+          INT32_MAX);
+    p.action("-e,--escape", "process escapes (\\n, \\t, ...) in the prompt", [&o] { o.escape = true; });
+    p.action("--no-escape", "take the prompt as given (the default)", [&o] { o.escape = false; });
+    p.flag("--ignore-eos", &o.ignore_eos, "generate past end-of-generation tokens (until -n)");
+    p.flag("-sp,--special", &o.special, "print control tokens in the generated text");
+    p.ignored("--keep", 1, "bee run stops when its context is full (no context shift)");
     add_sampling_options(p, o.sampling);
     add_spec_options(p, o.spec);
     p.flag("--json", &o.json, "print one JSON object {prompt_tokens, tokens, text, timings}");
@@ -124,8 +136,9 @@ int cmd_run(int argc, char** argv) {
         if (!p.parse(argc, argv)) return 0;
         if (o.model.model.empty()) fail("no model given (use -m FILE)");
         if (!o.prompt_file.empty()) o.prompt = read_file(o.prompt_file);
+        if (o.escape) o.prompt = unescape_arg(o.prompt);
         if (o.json) log_set_level(LogLevel::warn);
-        std::unique_ptr<Model> model = Model::load(o.model.model);
+        std::unique_ptr<Model> model = load_model(o.model);
         BEE_LOG_INFO("model: %s", model->describe().c_str());
         EngineParams ep = engine_params(o.model);
         Engine eng(*model, ep);

@@ -7,12 +7,15 @@
 #include <pthread.h>
 
 #include "app/args.h"
+#include "app/args_compat.h"
 #include "app/args_spec.h"
 #include "app/commands.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
 #include "chat/builtin_templates.h"
+#include "sample/grammar.h"
+#include "sample/json_schema.h"
 #include "server/server.h"
 
 namespace bee {
@@ -26,10 +29,12 @@ struct ServeOptions {
     int32_t n_parallel = -1;
     int32_t cache_ram_mib = 8192;
     int32_t ctx_checkpoints = 32;
-    bool kv_unified = false, no_kv_unified = false, no_slots = false, no_cache_prompt = false;
-    bool jinja = false, no_jinja = false, cont_batching = false, no_cont_batching = false, no_context_shift = false;
+    bool kv_unified = false, no_kv_unified = false, cache_prompt = true;
+    bool jinja = false, cont_batching = false, no_cont_batching = false, no_context_shift = false;
     std::string api_key, api_key_file, chat_template, chat_template_file, chat_template_kwargs;
     std::string reasoning_format = "auto", loop_guard = "force-close";
+    std::string grammar, grammar_file, json_schema, json_schema_file;
+    chat::Json reasoning_kwargs = chat::Json::object();  // --reasoning, --reasoning-effort, --reasoning-preserve
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -42,6 +47,13 @@ std::vector<std::string> split_commas(const std::string& s) {
         start = end + 1;
     }
     return out;
+}
+
+// --reasoning on|off (auto is handled by the caller).
+bool parse_on_off_auto(const std::string& v, const char* flag) {
+    if (v == "on" || v == "1" || v == "true" || v == "enabled") return true;
+    if (v == "off" || v == "0" || v == "false" || v == "disabled") return false;
+    fail("invalid value '%s' for %s: expected on, off or auto", v.c_str(), flag);
 }
 
 void add_server_options(ArgParser& p, ServeOptions& o) {
@@ -59,10 +71,13 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
         s.max_body_bytes = (size_t)x;
     });
     p.flag("--metrics", &s.metrics, "enable GET /metrics (Prometheus)");
-    p.flag("--no-slots", &o.no_slots, "disable GET /slots");
+    p.action("--slots", "enable GET /slots (the default)", [&s] { s.slots = true; });
+    p.action("--no-slots", "disable GET /slots", [&s] { s.slots = false; });
+    p.action("--ui,--webui", "serve the chat page at / (the default)", [&s] { s.webui = true; });
+    p.action("--no-ui,--no-webui", "no chat page (/ answers 404)", [&s] { s.webui = false; });
     p.str("--slot-save-path", &s.slot_save_path, "DIR", "enable POST /slots/ID?action=save|restore|erase, files in DIR");
     p.str("-a,--alias", &s.alias, "NAME", "model name reported by the API (default: the file name)");
-    p.i32("-n,--n-predict", &s.n_predict, "default max tokens per request (-1: no limit) [-1]", -1, INT32_MAX);
+    p.i32("-n,--predict,--n-predict", &s.n_predict, "default max tokens per request (-1: no limit) [-1]", -1, INT32_MAX);
 }
 
 void add_slot_options(ArgParser& p, ServeOptions& o) {
@@ -71,7 +86,9 @@ void add_slot_options(ArgParser& p, ServeOptions& o) {
     p.flag("-no-kvu,--no-kv-unified", &o.no_kv_unified, "split the context evenly across slots");
     p.flag("-cb,--cont-batching", &o.cont_batching, "continuous batching (always on)");
     p.flag("-nocb,--no-cont-batching", &o.no_cont_batching, "not supported: batching is always continuous");
-    p.flag("--no-cache-prompt", &o.no_cache_prompt, "do not reuse cached prompt prefixes by default");
+    p.action("--cache-prompt", "reuse cached prompt prefixes by default (the default)", [&o] { o.cache_prompt = true; });
+    p.action("--no-cache-prompt", "do not reuse cached prompt prefixes by default", [&o] { o.cache_prompt = false; });
+    p.i32("--keep", &o.srv.n_keep, "default n_keep: prompt tokens a context shift keeps (-1: all) [0]", -1, INT32_MAX);
     p.i32("--cache-reuse", &o.srv.n_cache_reuse,
           "also reuse cached chunks of at least N tokens found later in the prompt (KV shift; 0: off) [0]", 0, INT32_MAX);
     p.flag("--context-shift", &o.srv.sched.context_shift,
@@ -88,10 +105,23 @@ void add_slot_options(ArgParser& p, ServeOptions& o) {
 void add_chat_options(ArgParser& p, ServeOptions& o) {
     server::ServerParams& s = o.srv;
     p.flag("--jinja", &o.jinja, "use Jinja chat templates (always on)");
-    p.flag("--no-jinja", &o.no_jinja, "not supported: chat templates are always Jinja");
     p.str("--chat-template", &o.chat_template, "NAME|JINJA", "chat template: Jinja source or a built-in name (chatml, gemma) [from the model]");
     p.str("--chat-template-file", &o.chat_template_file, "FILE", "read the chat template from a file");
     p.str("--chat-template-kwargs", &o.chat_template_kwargs, "JSON", "extra template variables, e.g. {\"enable_thinking\":false}");
+    p.custom("-rea,--reasoning", "on|off|auto", "thinking in chat templates: enable_thinking true / false / the "
+             "template's default [auto]", [&o](const std::string& v) {
+                 if (v == "auto") o.reasoning_kwargs.erase("enable_thinking");
+                 else o.reasoning_kwargs["enable_thinking"] = parse_on_off_auto(v, "--reasoning");
+             });
+    p.custom("--reasoning-effort", "LEVEL", "reasoning_effort given to the chat template (default: the template's)",
+             [&o](const std::string& v) {
+                 if (v == "default") o.reasoning_kwargs.erase("reasoning_effort");
+                 else o.reasoning_kwargs["reasoning_effort"] = v;
+             });
+    p.action("--reasoning-preserve", "preserve_reasoning: true for the chat template",
+             [&o] { o.reasoning_kwargs["preserve_reasoning"] = true; });
+    p.action("--no-reasoning-preserve", "preserve_reasoning: false for the chat template",
+             [&o] { o.reasoning_kwargs["preserve_reasoning"] = false; });
     p.str("--reasoning-format", &o.reasoning_format, "FORMAT", "none, auto, deepseek, deepseek-legacy [auto]");
     p.i32("--reasoning-budget", &s.reasoning_budget, "reasoning tokens before </think> is forced (-1: unlimited) [-1]", -1, INT32_MAX);
     p.str("--reasoning-budget-message", &s.reasoning_budget_message, "TEXT", "text injected before the forced end tag");
@@ -103,6 +133,34 @@ void add_chat_options(ArgParser& p, ServeOptions& o) {
     p.i32("--reasoning-loop-min-coverage", &g.min_coverage, "tokens a repetition must cover [768]", 1, INT32_MAX);
     p.i32("--reasoning-loop-check-interval", &g.check_interval, "check every N tokens [32]", 1, INT32_MAX);
     p.i32("--reasoning-loop-interventions", &g.interventions, "force-closes before stopping [1]", 1, INT32_MAX);
+}
+
+// Defaults of request fields that llama-server takes from its command line.
+void add_request_default_options(ArgParser& p, ServeOptions& o) {
+    server::ServerParams& s = o.srv;
+    p.flag("--ignore-eos", &s.ignore_eos, "default ignore_eos: generate past end-of-generation tokens");
+    p.flag("-sp,--special", &s.special, "render control tokens in the generated text");
+    p.str("--grammar", &o.grammar, "GBNF", "grammar for requests that give no grammar, schema or response_format");
+    p.str("--grammar-file", &o.grammar_file, "FILE", "read --grammar from a file");
+    p.str("-j,--json-schema", &o.json_schema, "SCHEMA", "JSON schema for requests that give no constraint");
+    p.str("-jf,--json-schema-file", &o.json_schema_file, "FILE", "read --json-schema from a file");
+}
+
+// --grammar / --json-schema (or their files) as one GBNF text, checked now rather than per request.
+std::string default_grammar(const ServeOptions& o) {
+    const int given = !o.grammar.empty() + !o.grammar_file.empty() + !o.json_schema.empty() + !o.json_schema_file.empty();
+    if (given > 1) fail("give one of --grammar, --grammar-file, --json-schema, --json-schema-file");
+    std::string gbnf = !o.grammar_file.empty() ? read_file(o.grammar_file) : o.grammar;
+    const std::string schema = !o.json_schema_file.empty() ? read_file(o.json_schema_file) : o.json_schema;
+    if (!schema.empty()) {
+        try {
+            gbnf = json_schema_to_gbnf(nlohmann::ordered_json::parse(schema));
+        } catch (const std::exception& e) {
+            fail("--json-schema: %s", e.what());
+        }
+    }
+    if (!gbnf.empty()) Grammar::parse(gbnf);  // throws with the position of a bad rule
+    return gbnf;
 }
 
 // Turns the parsed flags into the server's parameters (files read, names checked).
@@ -118,9 +176,9 @@ void finish_options(ServeOptions& o) {
         for (const std::string& key : split_commas(text)) s.api_keys.push_back(key);
     }
     if (o.no_cont_batching) fail("-nocb/--no-cont-batching is not supported: Bee always batches continuously");
-    if (o.no_jinja) fail("--no-jinja is not supported: Bee renders every chat template with its Jinja interpreter");
-    s.slots = !o.no_slots;
-    s.cache_prompt = !o.no_cache_prompt;
+    s.cache_prompt = o.cache_prompt;
+    s.load = o.model.load;
+    s.grammar = default_grammar(o);
     if (o.no_context_shift) s.sched.context_shift = false;
     s.sched.n_parallel = o.n_parallel < 0 ? 4 : o.n_parallel;
     s.sched.kv_unified = o.kv_unified || (o.n_parallel < 0 && !o.no_kv_unified);
@@ -150,6 +208,8 @@ void finish_options(ServeOptions& o) {
         }
         if (!s.chat_template_kwargs.is_object()) fail("--chat-template-kwargs must be a JSON object");
     }
+    for (const auto& [key, value] : o.reasoning_kwargs.items())  // --chat-template-kwargs wins over them
+        if (!s.chat_template_kwargs.contains(key)) s.chat_template_kwargs[key] = value;
     // Speculative decoding per slot; a draft model (-md) gets its own engine per slot, sized like a slot.
     const int32_t n_ctx_slot = s.sched.kv_unified ? o.model.n_ctx : o.model.n_ctx / std::max(1, s.sched.n_parallel);
     finish_spec_options(o.spec, n_ctx_slot, o.model.n_threads);
@@ -170,6 +230,8 @@ int cmd_serve(int argc, char** argv) {
     add_server_options(p, o);
     add_slot_options(p, o);
     add_chat_options(p, o);
+    add_request_default_options(p, o);
+    add_compat_options(p, kCompatServer);
     try {
         if (!p.parse(argc, argv)) return 0;
         finish_options(o);
@@ -195,6 +257,7 @@ int cmd_serve(int argc, char** argv) {
         ep.n_seq_max = ctx.params.sched.n_parallel;
         ep.kv_split = !ctx.params.sched.kv_unified;  // a slot's cells stay contiguous
         server::load_server_context(ctx, ep);
+        if (o.model.mlock) lock_model_memory();
         const server::ServerParams& s = ctx.params;
         printf("listening on http://%s:%d\nchat page: http://%s:%d/\n", s.host.c_str(), s.port, s.host.c_str(), s.port);
         fflush(stdout);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 namespace bee {
 
@@ -21,7 +22,12 @@ static LogLevel level_from_env() {
 
 static std::atomic<int> g_level{(int)level_from_env()};
 
+static std::atomic<FILE*> g_file{nullptr};
+static std::atomic<bool> g_timestamps{false};
+
 void log_set_level(LogLevel level) { g_level = (int)level; }
+void log_set_file(FILE* file) { g_file = file; }
+void log_set_timestamps(bool on) { g_timestamps = on; }
 LogLevel log_level() { return (LogLevel)g_level.load(); }
 
 void log_msg(LogLevel level, const char* fmt, ...) {
@@ -32,7 +38,19 @@ void log_msg(LogLevel level, const char* fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "bee %s: %s\n", names[(int)level], buf);
+    char stamp[32] = "";
+    if (g_timestamps.load()) {
+        timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        tm t;
+        localtime_r(&ts.tv_sec, &t);
+        snprintf(stamp, sizeof stamp, "%02d:%02d:%02d.%03ld ", t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
+    }
+    fprintf(stderr, "%sbee %s: %s\n", stamp, names[(int)level], buf);
+    if (FILE* f = g_file.load()) {
+        fprintf(f, "%sbee %s: %s\n", stamp, names[(int)level], buf);
+        fflush(f);
+    }
 }
 
 }  // namespace bee

@@ -75,6 +75,8 @@ public:
     // Metadata in file order.
     const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return kv_; }
     const GgufValue* find(const std::string& key) const;
+    // Replaces the value of `key`, or appends it (metadata overrides, gguf/gguf_override.h).
+    void set_metadata(const std::string& key, GgufValue value);
     bool has(const std::string& key) const { return find(key) != nullptr; }
 
     // Typed getters: throw Error naming the file and key if missing (no default given) or of the

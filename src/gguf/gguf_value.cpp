@@ -110,6 +110,15 @@ const GgufValue* GgufFile::find(const std::string& key) const {
     return it == kv_index_.end() ? nullptr : &kv_[it->second].second;
 }
 
+void GgufFile::set_metadata(const std::string& key, GgufValue value) {
+    auto [it, inserted] = kv_index_.emplace(key, kv_.size());
+    if (inserted) {
+        kv_.emplace_back(key, std::move(value));
+    } else {
+        kv_[it->second].second = std::move(value);
+    }
+}
+
 const GgufTensor* GgufFile::find_tensor(const std::string& name) const {
     auto it = tensor_index_.find(name);
     return it == tensor_index_.end() ? nullptr : &tensors_[it->second];

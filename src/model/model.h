@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gguf/gguf.h"
+#include "gguf/gguf_override.h"
 #include "model/arch/arch.h"
 #include "model/hparams.h"
 #include "model/weights.h"
@@ -12,11 +13,22 @@
 
 namespace bee {
 
+// What the user changes at load time (llama.cpp's --override-kv, --rope-*, --check-tensors).
+struct ModelLoadParams {
+    std::vector<GgufOverride> kv_overrides;  // applied to the metadata before anything reads it
+    // Rope settings over the file's (0 / empty: the file's). rope_scaling: "none" or "linear";
+    // rope_freq_scale: positions multiplied by it (linear scaling by 1 / rope_freq_scale).
+    float rope_freq_base = 0;
+    float rope_freq_scale = 0;
+    std::string rope_scaling;
+    bool check_tensors = false;  // every float of every tensor must be finite (dequantized)
+};
+
 class Model {
 public:
     // Maps and validates the file, reads hparams, binds every tensor, loads the tokenizer.
     // Throws Error naming the file and the problem (unsupported architecture or type, missing tensor).
-    static std::unique_ptr<Model> load(const std::string& path);
+    static std::unique_ptr<Model> load(const std::string& path, const ModelLoadParams& lp = {});
 
     const GgufFile& gguf() const { return file_; }
     const HParams& hparams() const { return hp_; }

@@ -5,6 +5,7 @@
 #include <cinttypes>
 
 #include "base/error.h"
+#include "model/check_tensors.h"
 #include "model/model.h"
 
 namespace bee {
@@ -33,8 +34,27 @@ static void repack_weights(ModelWeights& w) {
     repack_weight_in_place(w, w.output);
 }
 
-std::unique_ptr<Model> Model::load(const std::string& path) {
+// The load-time settings become metadata, so each architecture reads them as its own: llama.cpp's
+// --rope-freq-base / --rope-freq-scale replace the file's base and linear factor, and a scale given
+// without --rope-scaling means linear scaling unless the file says none (as llama.cpp, whose
+// default type is linear). Gemma 3's local layers keep their own base, as in llama.cpp.
+static void apply_load_params(GgufFile& f, const ModelLoadParams& lp) {
+    apply_gguf_overrides(f, lp.kv_overrides);
+    const std::string rope = f.get_str("general.architecture") + ".rope.";
+    if (lp.rope_freq_base > 0)
+        f.set_metadata(rope + "freq_base", GgufValue::make_float(GgufValueType::FLOAT32, lp.rope_freq_base));
+    if (!lp.rope_scaling.empty()) f.set_metadata(rope + "scaling.type", GgufValue::make_str(lp.rope_scaling));
+    if (lp.rope_freq_scale > 0) {
+        if (lp.rope_scaling.empty() && f.get_str(rope + "scaling.type", "linear") == "linear")
+            f.set_metadata(rope + "scaling.type", GgufValue::make_str("linear"));
+        f.set_metadata(rope + "scaling.factor", GgufValue::make_float(GgufValueType::FLOAT32, 1.0 / lp.rope_freq_scale));
+    }
+    if (lp.check_tensors) check_tensor_data(f);
+}
+
+std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadParams& lp) {
     std::unique_ptr<Model> m(new Model(GgufFile::open(path)));
+    apply_load_params(m->file_, lp);
     const GgufFile& f = m->file_;
     const std::string arch = f.get_str("general.architecture");
     m->arch_ = find_arch(arch);

@@ -19,7 +19,7 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     const GenParams& gp = task_->params;
     sampler_ = std::make_unique<Sampler>(gp.sampling, n_vocab_);
     for (int32_t t : task_->prompt) sampler_->accept(t);  // penalties see the prompt, as in llama.cpp
-    decoder_ = std::make_unique<StreamDecoder>(tok_, false, gp.shown_tokens);
+    decoder_ = std::make_unique<StreamDecoder>(tok_, gp.special, gp.shown_tokens);
     output_ = std::make_unique<TextOutput>(gp.stop, gp.reasoning, gp.think_open, gp.think_close,
                                            gp.starts_in_reasoning);
     guard_.reset();
@@ -127,8 +127,9 @@ bool Slot::sample(const float* logits, int32_t n_ctx_slot, double now_ms) {
     sampler_->accept(id);
     last_ = id;
     if (accept(id, forced, token_info(logits, id, forced), now_ms)) return true;
-    // The sampled token needs a cell of its own at position cache.size() when it is decoded.
-    if ((int32_t)cache.size() >= n_ctx_slot && !context_shift) {
+    // As llama-server, a slot without context shift ends when the sampled token would take its last cell
+    // (position cache.size() == n_ctx_slot - 1): a prompt of n tokens gets n_ctx_slot - n generated tokens.
+    if ((int32_t)cache.size() + 1 >= n_ctx_slot && !context_shift) {
         end_context_full(now_ms);
         return true;
     }

@@ -57,7 +57,7 @@ bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, in
         const int32_t t_pos = pos + 1 + (int32_t)i;  // t's position once decoded
         last_ = t;
         bool ended = accept(t, false, token_info(out.logits_for_row(row), t), now_ms);
-        if (!ended && t_pos >= n_ctx_slot && !context_shift) {  // as sample(): t would need a cell past the context
+        if (!ended && t_pos + 1 >= n_ctx_slot && !context_shift) {  // as sample(): t would take the last cell
             end_context_full(now_ms);
             ended = true;
         }

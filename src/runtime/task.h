@@ -27,6 +27,7 @@ struct GenParams {
     int32_t n_predict = -1;           // -1: until end of generation or the slot's context is full
     std::vector<std::string> stop;    // stop strings (never part of the output)
     bool ignore_eos = false;
+    bool special = false;             // control tokens rendered in the text (-sp)
     int32_t n_probs = 0;              // top alternatives reported per token (0: none)
     bool want_logprobs = false;       // report each generated token's logprob
     bool post_sampling_probs = false; // report probabilities after the sampler chain instead (never speculates)

@@ -31,11 +31,17 @@ struct ServerParams {
     size_t max_body_bytes = 16u << 20;     // larger request bodies get 413
     bool metrics = false;                  // GET /metrics
     bool slots = true;                     // GET /slots
+    bool webui = true;                     // GET / and /index.html: the chat page
     std::string slot_save_path;            // --slot-save-path: directory of slot files (empty: actions get 501)
     std::string alias;                     // model name reported (default: the file name)
     std::string model_path;
+    ModelLoadParams load;                  // --override-kv, --rope-*, --check-tensors
     int32_t n_predict = -1;                // server-wide default max tokens
     SamplingParams sampling;               // defaults for requests
+    bool ignore_eos = false;               // --ignore-eos: default of the request field
+    int32_t n_keep = 0;                    // --keep: default of the request field
+    bool special = false;                  // -sp: control tokens are rendered in the generated text
+    std::string grammar;                   // --grammar / --json-schema: GBNF for requests without a constraint
     bool cache_prompt = true;
     int32_t n_cache_reuse = 0;             // --cache-reuse
     SchedulerParams sched;

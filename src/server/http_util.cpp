@@ -6,11 +6,14 @@
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
+#include <dirent.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdarg>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 
@@ -167,5 +170,26 @@ bool peer_closed(const httplib::Request& req) {
 }
 
 std::string sse_data(const Json& j) { return "data: " + dump_json(j) + "\n\n"; }
+
+// note: cpp-httplib 0.11 keeps no list of its connections, so they are found among the process's
+// file descriptors: connected sockets whose local port is the server's.
+void shutdown_accepted_connections(int port) {
+    DIR* dir = opendir("/proc/self/fd");
+    if (!dir) return;
+    while (const dirent* e = readdir(dir)) {
+        const int fd = atoi(e->d_name);
+        struct stat st;
+        if (fd <= 2 || fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+        sockaddr_storage local{}, peer{};
+        socklen_t n_local = sizeof local, n_peer = sizeof peer;
+        if (getsockname(fd, (sockaddr*)&local, &n_local) != 0 || getpeername(fd, (sockaddr*)&peer, &n_peer) != 0)
+            continue;  // not a connection (the listening socket, a pipe-like socket)
+        int local_port = -1;
+        if (local.ss_family == AF_INET) local_port = ntohs(((const sockaddr_in*)&local)->sin_port);
+        if (local.ss_family == AF_INET6) local_port = ntohs(((const sockaddr_in6*)&local)->sin6_port);
+        if (local_port == port) shutdown(fd, SHUT_RDWR);
+    }
+    closedir(dir);
+}
 
 }  // namespace bee::server

@@ -47,6 +47,10 @@ bool peer_closed(const httplib::Request& req);
 // The kernel's TCP state of the connection of `req` (Linux tcp_states.h: 1 established, 8 close-wait,
 // ...) by an exact sock_diag netlink lookup; -1 if it cannot be asked (no netlink, unknown address).
 int tcp_state(const httplib::Request& req);
+// Shuts down every TCP connection this process accepted on `port`, so that the HTTP workers waiting
+// on idle keep-alive connections (cpp-httplib waits up to 5 s for a next request) return at once.
+// Called at shutdown, after the listening socket is closed.
+void shutdown_accepted_connections(int port);
 constexpr int kTcpCloseWait = 8;  // TCP_CLOSE_WAIT: the peer sent FIN
 
 // One server-sent event: "data: <json>\n\n".

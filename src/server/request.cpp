@@ -314,7 +314,8 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     if (s.temp < 0) s.temp = 0;  // llama.cpp treats negative temperature as greedy
     g.n_predict = parse_n_predict(body, ctx);
     g.stop = parse_stop(body);
-    g.ignore_eos = get_bool(body, "ignore_eos", false);
+    g.ignore_eos = get_bool(body, "ignore_eos", ctx.params.ignore_eos);
+    g.special = ctx.params.special;
     g.cache_prompt = get_bool(body, "cache_prompt", ctx.params.cache_prompt);
     g.n_cache_reuse = (int32_t)get_int(body, "n_cache_reuse", ctx.params.n_cache_reuse, 0, INT32_MAX);
     g.id_slot = (int32_t)get_int(body, "id_slot", -1, -1, ctx.scheduler->n_parallel() - 1);
@@ -323,7 +324,7 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     g.timings_per_token = get_bool(body, "timings_per_token", false);
     g.t_max_predict_ms = get_number(body, "t_max_predict_ms", 0);
     g.return_progress = get_bool(body, "return_progress", false);
-    g.n_keep = (int32_t)get_int(body, "n_keep", 0, -1, INT32_MAX);
+    g.n_keep = (int32_t)get_int(body, "n_keep", ctx.params.n_keep, -1, INT32_MAX);
     g.n_discard = (int32_t)get_int(body, "n_discard", 0, 0, INT32_MAX);
     g.n_indent = (int32_t)get_int(body, "n_indent", 0, 0, INT32_MAX);
     if (auto rf = body.find("response_fields"); rf != body.end() && !rf->is_null()) {
@@ -336,7 +337,8 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     if (!(g.t_max_predict_ms >= 0)) bad_request("'t_max_predict_ms' must be >= 0");
     parse_reasoning_overrides(body, ctx, g);
     parse_spec_overrides(body, ctx, g);
-    const std::string gbnf = constraint_gbnf(body);
+    std::string gbnf = constraint_gbnf(body);
+    if (gbnf.empty()) gbnf = ctx.params.grammar;  // --grammar / --json-schema
     if (!gbnf.empty()) set_grammar(g, gbnf, ctx.tokenizer());
     return g;
 }

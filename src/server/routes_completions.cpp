@@ -16,6 +16,7 @@ Json generation_settings(const ServerContext& ctx, const GenParams& g) {
     j.update(Json{{"n_predict", g.n_predict},
                   {"stop", g.stop},
                   {"ignore_eos", g.ignore_eos},
+                  {"n_keep", g.n_keep},
                   {"n_probs", g.n_probs},
                   {"cache_prompt", g.cache_prompt},
                   {"n_ctx", ctx.scheduler->n_ctx_slot()},

@@ -117,12 +117,13 @@ void HttpServer::start() {
 void HttpServer::stop() {
     if (!thread_.joinable()) return;
     svr_.stop();
+    shutdown_accepted_connections(ctx_.params.port);  // idle keep-alive connections would hold the join ~5 s
     thread_.join();
 }
 
 void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     ServerParams& p = ctx.params;
-    ctx.model = Model::load(p.model_path);
+    ctx.model = Model::load(p.model_path, p.load);
     BEE_LOG_INFO("model: %s", ctx.model->describe().c_str());
     ctx.engine = std::make_unique<Engine>(*ctx.model, ep);
     ctx.scheduler = std::make_unique<Scheduler>(*ctx.engine, p.sched);

@@ -47,6 +47,69 @@ constexpr const char* kCjkHangul = R"([\x{4E00}-\x{9FA5}\x{0800}-\x{4E00}\x{AC00
 // Everything up to whitespace or . , ! ? … 。 ， 、 । ۔ ، (and the parentheses / bar the original has).
 constexpr const char* kPoro = R"( ?[^(\s|.,!?\x{2026}\x{3002}\x{FF0C}\x{3001}\x{0964}\x{06D4}\x{060C})]+)";
 
+// Contractions, case-insensitive, spelled out (PCRE2 and llama.cpp agree on this form).
+#define BEE_CONTRACTIONS R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]))"
+constexpr const char* kQwen35 =
+    BEE_CONTRACTIONS R"(|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Llama 3 with whitespace runs cut into power-of-two lengths.
+constexpr const char* kJais2 =
+    BEE_CONTRACTIONS R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|)"
+    R"(\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|)"
+    R"(\s{1,2}(?!\S)|\s{1})";
+constexpr const char* kMiniCpm5 =
+    BEE_CONTRACTIONS R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kExaoneMoe =
+    BEE_CONTRACTIONS R"(|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|)"
+    R"(\s*[\r\n]|\s+(?!\S)|\s+)";
+// Upper-then-lower letter runs with the Unicode case classes (tiny_aya / youtu's tokenizer.json).
+#define BEE_CASED_WORDS                                                                                     \
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)" BEE_CONTRACTIONS        \
+    R"(?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)" BEE_CONTRACTIONS "?"
+constexpr const char* kTinyAya = BEE_CASED_WORDS R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kYoutu = BEE_CASED_WORDS R"(|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kYoutuCjk =
+    R"([\x{AC00}-\x{D7A3}\x{3131}-\x{318E}]+|)"
+    R"([\x{FF01}\x{2026}\x{201C}\x{201D}\x{2018}\x{2019}\x{2014}\x{FF1A}\x{FF1B}\x{FF0C}\x{3001}-\x{303F}\x{FE30}-\x{FE4F}]+|)"
+    R"([\x{3105}-\x{312F}]+|[\x{4E00}-\x{9FA5}\x{3040}-\x{309F}\x{30A0}-\x{30FF}]+)";
+// Kimi K2: cased words that exclude Han ideographs (the original's class intersection as a lookahead).
+#define BEE_NOT_HAN_UPPER R"((?:(?!\p{Han})[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]))"
+#define BEE_NOT_HAN_LOWER R"((?:(?!\p{Han})[\p{Ll}\p{Lm}\p{Lo}\p{M}]))"
+constexpr const char* kKimiK2 =
+    R"(\p{Han}+|[^\r\n\p{L}\p{N}]?)" BEE_NOT_HAN_UPPER "*" BEE_NOT_HAN_LOWER "+" BEE_CONTRACTIONS
+    R"(?|[^\r\n\p{L}\p{N}]?)" BEE_NOT_HAN_UPPER "+" BEE_NOT_HAN_LOWER "*" BEE_CONTRACTIONS
+    R"(?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Granite multilingual embeddings: the GPT-4o lookaheads with combining marks counted as letters.
+constexpr const char* kGraniteMulti =
+    R"([^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))*((?=[\p{L}\p{M}])([^A-Z]))+)" BEE_CONTRACTIONS
+    R"(?|[^\r\n\p{L}\p{N}]?((?=[\p{L}\p{M}])([^a-z]))+((?=[\p{L}\p{M}])([^A-Z]))*)" BEE_CONTRACTIONS
+    R"(?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+// Digit runs cut into groups of three from the right (1234567 -> 1 234 567): AFMoE, tiny_aya.
+constexpr const char* kDigitsBy3 = R"(\p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})))";
+// AFMoE's CJK and Southeast Asian scripts, as llama.cpp spells the ranges.
+constexpr const char* kAfmoeCjk =
+    R"([\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{8C48}-\x{FAFF}\x{3040}-\x{309F}\x{30A0}-\x{30FF}\x{FF65}-\x{FF9F})"
+    R"(\x{2F00}-\x{2FDF}\x{0E40}-\x{0E7F}\x{0E80}-\x{0EFF}\x{1780}-\x{17FF}\x{1000}-\x{109F}\x{AA60}-\x{AA7F})"
+    R"(\x{A9E0}-\x{A9FF}\x{AC00}-\x{D7AF}\x{1100}-\x{11FF}]+)";
+// DeepSeek LLM: letters of the cased scripts (Latin, Greek, Cyrillic, Armenian, Georgian, Cherokee, ...).
+constexpr const char* kDeepseekLlmLetters =
+    R"(\s?[A-Za-z\x{00B5}\x{00C0}-\x{00D6}\x{00D8}-\x{00F6}\x{00F8}-\x{01BA}\x{01BC}-\x{01BF}\x{01C4}-\x{0293})"
+    R"(\x{0295}-\x{02AF}\x{0370}-\x{0373}\x{0376}\x{0377}\x{037B}-\x{037D}\x{037F}\x{0386}\x{0388}-\x{038A}\x{038C})"
+    R"(\x{038E}-\x{03A1}\x{03A3}-\x{03F5}\x{03F7}-\x{0481}\x{048A}-\x{052F}\x{0531}-\x{0556}\x{10A0}-\x{10C5})"
+    R"(\x{13A0}-\x{13F5}\x{13F8}-\x{13FD}\x{1C90}-\x{1CBA}\x{1CBD}-\x{1CBF}\x{1D00}-\x{1D2B}\x{1D6B}-\x{1D77})"
+    R"(\x{1D79}-\x{1D9A}\x{1E00}-\x{1F15}\x{1F18}-\x{1F1D}\x{1F20}-\x{1F45}\x{1F48}-\x{1F4D}\x{1F50}-\x{1F57}\x{1F59})"
+    R"(\x{1F5B}\x{1F5D}\x{1F5F}-\x{1F7D}\x{1F80}-\x{1FB4}\x{1FB6}-\x{1FBC}\x{1FBE}\x{1FC2}-\x{1FC4}\x{1FC6}-\x{1FCC})"
+    R"(\x{1FD0}-\x{1FD3}\x{1FD6}-\x{1FDB}\x{1FE0}-\x{1FEC}\x{1FF2}-\x{1FF4}\x{1FF6}-\x{1FFC}\x{2102}\x{2107})"
+    R"(\x{210A}-\x{2113}\x{2115}\x{2119}-\x{211D}\x{2124}\x{2126}\x{2128}\x{212A}-\x{212D}\x{212F}-\x{2134}\x{2139})"
+    R"(\x{213C}-\x{213F}\x{2145}-\x{2149}\x{214E}\x{2183}\x{2184}\x{2C00}-\x{2C7B}\x{2C7E}-\x{2CE4}\x{2CEB}-\x{2CEE})"
+    R"(\x{2CF2}\x{2CF3}\x{A640}-\x{A66D}\x{A680}-\x{A69B}\x{A722}-\x{A76F}\x{A771}-\x{A787}\x{A78B}-\x{A78E})"
+    R"(\x{AB70}-\x{ABBF}\x{FB00}-\x{FB06}\x{FB13}-\x{FB17}\x{FF21}-\x{FF3A}\x{FF41}-\x{FF5A}\x{10400}-\x{1044F})"
+    R"(\x{104B0}-\x{104D3}\x{104D8}-\x{104FB}\x{10C80}-\x{10CB2}\x{10CC0}-\x{10CF2}\x{118A0}-\x{118DF})"
+    R"(\x{1E900}-\x{1E943}]+)";
+constexpr const char* kDeepseekLlmPunct = R"(\s?[!-/:-~\x{FF01}-\x{FF0F}\x{FF1A}-\x{FF5E}\x{2018}-\x{201F}\x{3000}-\x{3002}]+)";
+constexpr const char* kNewlineRuns = R"([^\n]+|[\n]+)";
+constexpr const char* kRawUtf8Bpe =
+    "SPM-style BPE (raw UTF-8 symbols, spaces as U+2581, <0xXX> byte tokens) is not implemented in Bee";
+
 // clang-format off
 const std::vector<PreTokenizerSpec>& pre_tokenizer_table() {
     static const std::vector<PreTokenizerSpec> table = {
@@ -72,6 +135,25 @@ const std::vector<PreTokenizerSpec>& pre_tokenizer_table() {
         {{"gpt-4o", "llama4", "minimax-m2"}, {kGpt4o}},
         {{"seed-coder"}, {kSeedCoder}},
         {{"bailingmoe", "bailingmoe2", "llada-moe"}, {kBailing}},
+        {{"deepseek-llm"}, {R"([\r\n])", kDeepseekLlmLetters, kDeepseekLlmPunct, R"(\s+$)", kCjkHangul, R"(\p{N}+)"}},
+        {{"qwen35"}, {kQwen35}},
+        {{"jais-2"}, {kJais2}},
+        {{"minicpm5"}, {R"(\p{N}{1,3})", kMiniCpm5}, /*ignore_merges=*/true},
+        {{"youtu"}, {kYoutuCjk, kYoutu}, /*ignore_merges=*/true},
+        {{"exaone-moe"}, {kExaoneMoe}},
+        {{"chameleon"},
+         {"<sentinel:[0-9]+>", "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z", "([\\t\\n]|    |  )", R"(\p{N})",
+          R"([\p{P}!-/:-@\[-`{-~])", kGpt2}, false, /*add_bos=*/true},
+        {{"kanana2", "talkie"}, {kGpt4o}},
+        {{"granite-embed-multi-97m"}, {kGraniteMulti}, /*ignore_merges=*/true},
+        {{"tiny_aya", "cohere2moe"}, {kDigitsBy3, kTinyAya}},
+        {{"superbpe"}, {R"(\p{N}+)", R"((?=(\d{3})+(?!\d)))"}},
+        {{"kimi-k2"}, {kKimiK2}},
+        {{"afmoe"}, {kDigitsBy3, kAfmoeCjk, kDeepseek3Main}},
+        {{"laguna"}, {kNewlineRuns, kQwen2}},
+        {{"mellum2"}, {R"(\p{N})", kGpt2}},
+        {{"gemma4", "granite-embed-multi-311m", "sarvam-moe", "whitespace"}, {kNewlineRuns}, false, false, false,
+         kRawUtf8Bpe},
     };
     return table;
 }
@@ -94,6 +176,7 @@ const PreTokenizerSpec* find_pre_tokenizer(std::string_view name) {
 std::string supported_pre_tokenizers() {
     std::string s;
     for (const PreTokenizerSpec& spec : pre_tokenizer_table()) {
+        if (spec.unsupported) continue;
         for (const char* n : spec.names) {
             if (!s.empty()) s += ", ";
             s += n;

@@ -18,6 +18,8 @@ struct PreTokenizerSpec {
     bool ignore_merges = false;
     bool add_bos = false;  // default for tokenizer.ggml.add_bos_token
     bool no_bos = false;   // the vocab has no BOS token unless the file names one
+    // Set for names llama.cpp knows that Bee does not implement: why (loading such a vocab is an Error).
+    const char* unsupported = nullptr;
 };
 
 // The spec for a tokenizer.ggml.pre value ("" means "default"); nullptr if unknown.

@@ -52,6 +52,8 @@ void read_model_type(const GgufFile& f, Vocab& v) {
             fail("%s: %s: unsupported pre-tokenizer '%s' (supported: %s)", f.path().c_str(), kKeyPre, v.pre.c_str(),
                  supported_pre_tokenizers().c_str());
         }
+        if (v.pre_spec->unsupported)
+            fail("%s: %s '%s' is not supported: %s", f.path().c_str(), kKeyPre, v.pre.c_str(), v.pre_spec->unsupported);
         v.ignore_merges = v.pre_spec->ignore_merges;
         v.add_bos = v.pre_spec->add_bos;
         if (v.pre_spec->no_bos) v.bos = -1;
