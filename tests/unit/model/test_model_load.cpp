@@ -211,7 +211,8 @@ TEST(ModelLoadErrors, NonsenseHparams) {
     }
 }
 
-TEST(ModelLoadErrors, TokenEmbeddingTypeAndVocabulary) {
+// (A token_embd with 0 rows cannot be written or read: GgufWriter and GgufFile refuse a 0 dimension.)
+TEST(ModelLoadErrors, TokenEmbeddingType) {
     // Same bytes per element as f32, but no dequantize_row: the token lookup could not read it.
     expect_load_error(tiny_config("llama_tied"),
                       [](TensorSpec& t) {
@@ -219,16 +220,6 @@ TEST(ModelLoadErrors, TokenEmbeddingTypeAndVocabulary) {
                           return true;
                       },
                       {"token_embd.weight", "i32"});
-    // No rows at all.
-    expect_load_error(tiny_config("llama_tied"),
-                      [](TensorSpec& t) {
-                          if (t.name == "token_embd.weight") {
-                              t.ne[1] = 0;
-                              t.bytes.clear();
-                          }
-                          return true;
-                      },
-                      {"token_embd.weight"});
 }
 
 }  // namespace
