@@ -67,6 +67,9 @@ fuzz:
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_chat
 	mkdir -p build-fuzz/corpus-chat
 	./build-fuzz/tests/fuzz_chat -max_total_time=60 -timeout=30 build-fuzz/corpus-chat tests/data/tiny_fuzz_corpus/chat
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_server
+	mkdir -p build-fuzz/corpus-server
+	./build-fuzz/tests/fuzz_server -max_total_time=60 -timeout=30 -rss_limit_mb=4096 build-fuzz/corpus-server tests/data/tiny_fuzz_corpus/server
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cpp' 'src/*.h' 'tests/*.cpp')

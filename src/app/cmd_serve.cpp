@@ -62,8 +62,11 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     p.i32("--port", &s.port, "port to listen on [8080]", 0, 65535);
     p.str("--api-key", &o.api_key, "KEY[,KEY...]", "require one of these keys (Authorization: Bearer or X-Api-Key)");
     p.str("--api-key-file", &o.api_key_file, "FILE", "file with one API key per line");
-    p.i32("--threads-http", &s.threads_http, "HTTP threads (-1: max(slots + 4, 64)) [-1]", -1, 4096);
-    p.i32("-to,--timeout", &s.timeout_s, "read/write timeout in seconds [600]", 1, 86400);
+    p.i32("--threads-http", &s.threads_http, "most HTTP threads, one per open connection (-1: 1024) [-1]", -1, 4096);
+    p.i32("-to,--timeout", &s.timeout_s, "write timeout in seconds (reads: 5 s idle, headers 10 s, body 60 s) [600]", 1, 86400);
+    p.custom("--cors-origins", "LIST", "browser origins allowed with credentials, comma list; * any origin without "
+             "credentials [any origin, no credentials]",
+             [&s](const std::string& v) { s.cors_origins = split_commas(v); });
     p.custom("--max-body-bytes", "N", "largest request body accepted [16777216]", [&s](const std::string& v) {
         char* end = nullptr;
         const long long x = strtoll(v.c_str(), &end, 10);

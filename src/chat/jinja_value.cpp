@@ -11,24 +11,34 @@
 namespace bee::chat::jinja {
 
 const Value* Dict::find(std::string_view key) const {
+    if (!index_.empty()) {
+        auto it = index_.find(key);
+        return it == index_.end() ? nullptr : &items[it->second].second;
+    }
     for (const auto& kv : items)
         if (kv.first == key) return &kv.second;
     return nullptr;
 }
 
-Value* Dict::find(std::string_view key) {
-    for (auto& kv : items)
-        if (kv.first == key) return &kv.second;
-    return nullptr;
-}
+Value* Dict::find(std::string_view key) { return const_cast<Value*>(std::as_const(*this).find(key)); }
 
 void Dict::set(const std::string& key, Value v) {
     if (Value* slot = find(key)) {
         *slot = std::move(v);
-    } else {
-        RenderScope::charge(1);
-        items.emplace_back(key, std::move(v));
+        return;
     }
+    RenderScope::charge(1);
+    items.emplace_back(key, std::move(v));
+    if (!index_.empty()) {
+        index_.emplace(key, items.size() - 1);
+    } else if (items.size() >= kIndexFrom) {
+        for (size_t i = 0; i < items.size(); i++) index_.emplace(items[i].first, i);
+    }
+}
+
+void Dict::clear() {
+    decltype(items)().swap(items);
+    decltype(index_)().swap(index_);
 }
 
 namespace {
@@ -56,7 +66,7 @@ RenderScope::~RenderScope() {
     active_scope = outer_;
     // Every container is still held here: emptying them one by one destroys only leaf values.
     for (auto& l : lists_) List().swap(*l);
-    for (auto& d : dicts_) decltype(d->items)().swap(d->items);
+    for (auto& d : dicts_) d->clear();
 }
 
 void RenderScope::charge(int64_t work, size_t string_bytes) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -19,12 +20,22 @@ using List = std::vector<Value>;
 using Function = std::function<Value(Args&)>;
 
 // Insertion-ordered string-keyed map (Python dicts keep insertion order; chat templates only use
-// string keys). Linear lookup: template dicts are small.
+// string keys). Small dicts are searched linearly; from kIndexFrom keys on, a hash index finds a key
+// (a request's chat_template_kwargs or tool schemas may hold many).
 struct Dict {
-    std::vector<std::pair<std::string, Value>> items;
+    std::vector<std::pair<std::string, Value>> items;  // only set() adds, so the index stays true
     const Value* find(std::string_view key) const;
     Value* find(std::string_view key);
     void set(const std::string& key, Value v);
+    void clear();
+
+private:
+    struct KeyHash {
+        using is_transparent = void;
+        size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+    };
+    static constexpr size_t kIndexFrom = 16;
+    std::unordered_map<std::string, size_t, KeyHash, std::equal_to<>> index_;  // key -> position in items
 };
 
 struct Value {

@@ -3,6 +3,9 @@
 #include "chat/template.h"
 
 #include <ctime>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "chat/jinja_ast.h"
@@ -27,8 +30,52 @@ Template Template::parse(std::string_view source) {
 
 std::string Template::render(const Json& context) const { return render(context, int64_t(std::time(nullptr))); }
 
+namespace {
+
+// Walks the context without recursion and refuses it past InputLimits.
+void check_input_size(const Json& context) {
+    std::vector<std::pair<const Json*, int>> todo{{&context, 0}};
+    size_t n_values = 0, n_bytes = 0;
+    while (!todo.empty()) {
+        auto [v, depth] = todo.back();
+        todo.pop_back();
+        if (++n_values > InputLimits::kMaxValues)
+            fail("chat template input: more than %zu values (keys, items and scalars; the limit is %zu)",
+                 InputLimits::kMaxValues, InputLimits::kMaxValues);
+        if (v->is_string()) n_bytes += v->get_ref<const std::string&>().size();
+        if (v->is_structured() && depth >= InputLimits::kMaxDepth)
+            fail("chat template input: nested deeper than %d levels (the limit is %d)", InputLimits::kMaxDepth,
+                 InputLimits::kMaxDepth);
+        if (v->is_object())
+            for (auto it = v->begin(); it != v->end(); ++it) {
+                n_bytes += it.key().size();
+                todo.push_back({&it.value(), depth + 1});
+            }
+        else if (v->is_array())
+            for (const Json& x : *v) todo.push_back({&x, depth + 1});
+        if (n_bytes > InputLimits::kMaxStringBytes)
+            fail("chat template input: more than %zu bytes of strings (the limit is %zu)", InputLimits::kMaxStringBytes,
+                 InputLimits::kMaxStringBytes);
+    }
+}
+
+}  // namespace
+
+void merge_object(Json& dst, const Json& src) {
+    if (!dst.is_object()) dst = Json::object();
+    Json::object_t& d = dst.get_ref<Json::object_t&>();
+    std::unordered_map<std::string, size_t> at;
+    for (size_t i = 0; i < d.size(); i++) at.emplace((d.begin() + (ptrdiff_t)i)->first, i);
+    for (auto it = src.begin(); it != src.end(); ++it) {
+        auto [pos, added] = at.emplace(it.key(), d.size());
+        if (added) d.emplace_back(it.key(), it.value());
+        else (d.begin() + (ptrdiff_t)pos->second)->second = it.value();
+    }
+}
+
 std::string Template::render(const Json& context, int64_t now_unix) const {
     if (!context.is_object()) fail("chat template: the render context must be a JSON object");
+    check_input_size(context);
     jinja::RenderScope scope;  // owns every value the render creates, and bounds its work
     jinja::Renderer renderer(impl_->body, jinja::from_json(context), now_unix);
     return renderer.render();
@@ -48,7 +95,7 @@ std::string apply(const Template& tmpl, const ChatInput& in) {
     gmtime_r(&t, &tm);
     char date[64];
     ctx["date_string"] = std::string(date, std::strftime(date, sizeof date, "%d %b %Y", &tm));
-    for (auto it = in.kwargs.begin(); it != in.kwargs.end(); ++it) ctx[it.key()] = it.value();
+    if (in.kwargs.is_object()) merge_object(ctx, in.kwargs);
     try {
         return tmpl.render(ctx, now);
     } catch (const Error&) {

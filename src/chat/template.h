@@ -43,6 +43,18 @@ struct ChatInput {
     int64_t now_unix = 0;           // time for strftime_now / date_string (UTC); 0 = now
 };
 
+// Limits on what a render's JSON context may hold (messages, tools, kwargs from a request): past them
+// render() throws bee::Error naming the limit before converting anything.
+struct InputLimits {
+    static constexpr int kMaxDepth = 512;                       // nesting of arrays and objects
+    static constexpr size_t kMaxValues = 200'000;               // keys, items and scalars together
+    static constexpr size_t kMaxStringBytes = size_t(32) << 20; // bytes of all strings and keys
+};
+
+// dst[key] = value for every entry of the object `src`, in linear time (ordered_json's own operator[]
+// searches linearly, quadratic for a request with many keys).
+void merge_object(Json& dst, const Json& src);
+
 // Renders the prompt text for a chat request (the context also gets `date_string`,
 // `strftime_now`, and every kwargs entry as a top-level variable, as llama.cpp does).
 std::string apply(const Template& tmpl, const ChatInput& in);

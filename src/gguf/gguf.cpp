@@ -2,9 +2,11 @@
 // Layout per the GGUF spec (ggml/docs/gguf.md): header, metadata KV pairs, tensor infos, padding, data.
 #include "gguf/gguf.h"
 
+#include <algorithm>
 #include <bit>
 #include <cinttypes>
 #include <cstring>
+#include <vector>
 
 #include "base/error.h"
 
@@ -80,6 +82,7 @@ private:
     void read_header(uint64_t* n_tensors, uint64_t* n_kv);
     void read_kv(uint64_t i, std::vector<size_t>& key_at);
     void check_alignment(const GgufValue& v, size_t at);
+    void check_no_overlap();
     void read_tensor_info(uint64_t i, std::vector<size_t>& name_at);
     void check_tensor_shape(GgufTensor& t, const size_t* ne_at, size_t type_at);
     void bind_tensor_data(GgufTensor& t);
@@ -319,6 +322,25 @@ void GgufParser::run() {
     uint64_t a = f_.alignment_;
     f_.data_offset_ = ((uint64_t)pos_ + a - 1) / a * a;
     for (GgufTensor& t : f_.tensors_) bind_tensor_data(t);
+    check_no_overlap();
+}
+
+// Two tensors sharing bytes would alias each other's weights (a crafted file, never a writer's output).
+void GgufParser::check_no_overlap() {
+    std::vector<const GgufTensor*> by_start;
+    for (const GgufTensor& t : f_.tensors_)
+        if (t.nbytes > 0) by_start.push_back(&t);
+    std::sort(by_start.begin(), by_start.end(), [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
+    for (size_t i = 1; i < by_start.size(); i++) {
+        const GgufTensor& a = *by_start[i - 1];
+        const GgufTensor& b = *by_start[i];
+        if (a.offset + a.nbytes > b.offset) {
+            field_ = "tensor '" + printable(b.name) + "' data";
+            bad(f_.data_offset_ + b.offset,
+                strfmt("range [%" PRIu64 ", %" PRIu64 ") overlaps tensor '%s' at [%" PRIu64 ", %" PRIu64 ")", b.offset,
+                       b.offset + b.nbytes, printable(a.name).c_str(), a.offset, a.offset + a.nbytes));
+        }
+    }
 }
 
 GgufFile GgufFile::parse(const uint8_t* data, size_t size, const std::string& name) {

@@ -1,10 +1,12 @@
 // kv/kv_state: sequence KV export/import through KvCache's public API (cells, rows, alloc).
 #include "kv/kv_state.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -151,18 +153,45 @@ size_t seq_file_write(const std::string& path, const SeqFile& f) {
     put_bytes(out, st.k.data(), st.k.size());
     put_bytes(out, st.v.data(), st.v.size());
     put(out, (uint64_t)XXH3_64bits(out.data(), out.size()));
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    if (!file) fail("cannot create slot file '%s': %s", path.c_str(), strerror(errno));
-    file.write(out.data(), (std::streamsize)out.size());
-    file.close();
-    if (!file) fail("cannot write slot file '%s' (%zu bytes): %s", path.c_str(), out.size(), strerror(errno));
+    // O_NOFOLLOW: a symlink planted in the slot folder is refused, never written through.
+    const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0)
+        fail("cannot create slot file '%s': %s", path.c_str(), errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+    size_t done = 0;
+    while (done < out.size()) {
+        const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int err = errno;
+            close(fd);
+            fail("cannot write slot file '%s' (%zu bytes): %s", path.c_str(), out.size(), strerror(err));
+        }
+        done += (size_t)n;
+    }
+    if (close(fd) != 0) fail("cannot write slot file '%s' (%zu bytes): %s", path.c_str(), out.size(), strerror(errno));
     return out.size();
 }
 
 SeqFile seq_file_read(const std::string& path, size_t* n_read) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) fail("cannot open slot file '%s': %s", path.c_str(), strerror(errno));
-    const std::string data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    // O_NOFOLLOW and a regular file only: no symlink out of the slot folder, no FIFO or device to hang on.
+    const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        fail("cannot open slot file '%s': %s", path.c_str(), errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+    struct stat sb {};
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        fail("slot file '%s' is not a regular file", path.c_str());
+    }
+    std::string data((size_t)sb.st_size, '\0');
+    size_t got = 0;
+    while (got < data.size()) {
+        const ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        got += (size_t)n;
+    }
+    close(fd);
+    data.resize(got);
     const auto magic = [&](const char* m) { return data.size() >= 8 && memcmp(data.data(), m, 8) == 0; };
     const bool v1 = magic(kSeqMagicV1), v2 = magic(kSeqMagicV2);
     if (data.size() < sizeof kSeqMagic + 8 || (!v1 && !v2 && !magic(kSeqMagic)))
@@ -174,7 +203,10 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     const std::string body = data.substr(0, data.size() - 8);
     Reader r{path, body, sizeof kSeqMagic};
     SeqFile f;
-    f.model.resize(r.get<uint32_t>("model name length"));
+    const uint32_t n_model = r.get<uint32_t>("model name length");
+    if (n_model > body.size() - r.at)  // checked before allocating: a damaged length must not ask for 4 GiB
+        fail("slot file '%s': model name length %u but %zu bytes follow", path.c_str(), n_model, body.size() - r.at);
+    f.model.resize(n_model);
     r.take(f.model.data(), f.model.size(), "model name");
     SeqState& st = f.state;
     st.n_layer = r.get<int32_t>("layer count");

@@ -194,7 +194,10 @@ int64_t arch_int(const GgufFile& f, const std::string& arch, const char* key, in
     return f.get_int(arch + "." + key, def);
 }
 float arch_float(const GgufFile& f, const std::string& arch, const char* key, float def) {
-    return (float)f.get_float(arch + "." + key, def);
+    const double v = f.get_float(arch + "." + key, def);
+    if (!std::isfinite(v) || !std::isfinite((float)v))  // NaN, inf, or out of float's range
+        fail("%s: %s.%s is %g: a hyper-parameter must be a finite number", f.path().c_str(), arch.c_str(), key, v);
+    return (float)v;
 }
 
 void load_common_hparams(const GgufFile& f, HParams& hp) {
@@ -212,6 +215,9 @@ void load_common_hparams(const GgufFile& f, HParams& hp) {
     hp.n_ff = (int)arch_int(f, a, "feed_forward_length");
     hp.n_ctx_train = (int)arch_int(f, a, "context_length", 4096);
     hp.norm_eps = arch_float(f, a, "attention.layer_norm_rms_epsilon", 1e-5f);
+    if (!(hp.norm_eps > 0 && hp.norm_eps <= 1))
+        fail("%s: %s.attention.layer_norm_rms_epsilon is %g: it must be in (0, 1]", f.path().c_str(), a.c_str(),
+             hp.norm_eps);
     hp.n_swa = (int)arch_int(f, a, "attention.sliding_window", 0);
     hp.attn_scale = 1.0f / std::sqrt((float)hp.head_dim);
     if (hp.head_dim <= 0 || hp.head_dim % 2 != 0 || hp.head_dim_v <= 0 || hp.n_ff <= 0)
@@ -220,6 +226,8 @@ void load_common_hparams(const GgufFile& f, HParams& hp) {
     RopeParams rope;
     rope.n_rot = (int)arch_int(f, a, "rope.dimension_count", hp.head_dim);
     rope.freq_base = arch_float(f, a, "rope.freq_base", 10000.0f);
+    if (!(rope.freq_base > 0))
+        fail("%s: %s.rope.freq_base is %g: it must be > 0", f.path().c_str(), a.c_str(), rope.freq_base);
     const std::string scaling = f.get_str(a + ".rope.scaling.type", "none");
     const float factor = arch_float(f, a, "rope.scaling.factor", 0.0f);
     if (scaling == "linear" && factor > 0) rope.freq_scale = 1.0f / factor;

@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "model/check_tensors.h"
 #include "model/model.h"
+#include "quant/quant.h"
 
 namespace bee {
 
@@ -65,10 +66,22 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadParam
     m->arch_->load(f, m->hp_, m->w_);
     repack_weights(m->w_);
     HParams& hp = m->hp_;
+    if (m->w_.tok_embd.ne1 <= 0 || m->w_.tok_embd.ne1 > INT32_MAX)
+        fail("%s: token_embd.weight has %lld rows: the vocabulary size must be in [1, 2^31)", path.c_str(),
+             (long long)m->w_.tok_embd.ne1);
     hp.n_vocab = (int)m->w_.tok_embd.ne1;
     if (m->w_.rope_freqs)
         for (LayerParams& lp : hp.layers) lp.rope.freq_factors = (const float*)m->w_.rope_freqs.data;
+    const QuantTraits* te = quant_traits(m->w_.tok_embd.type);
+    if (!te || !te->dequantize_row)
+        fail("%s: token_embd.weight has type %s, which the token lookup (get_rows) cannot read", path.c_str(),
+             ggml_type_name(m->w_.tok_embd.type));
+    const int64_t declared = f.get_int(arch + ".vocab_size", hp.n_vocab);
+    if (hp.n_vocab <= 0 || declared != hp.n_vocab)
+        fail("%s: %s.vocab_size is %lld but token_embd.weight has %d rows", path.c_str(), arch.c_str(),
+             (long long)declared, hp.n_vocab);
     m->tok_ = Tokenizer::from_gguf(f);
+    if (m->tok_->n_vocab() <= 0) fail("%s: the tokenizer has no tokens", path.c_str());
     if (m->tok_->n_vocab() > hp.n_vocab)
         fail("%s: tokenizer has %d tokens but token_embd.weight has only %d rows", path.c_str(),
              m->tok_->n_vocab(), hp.n_vocab);

@@ -21,7 +21,9 @@ Json normalize_message(const Json& m, size_t i) {
     if (!c->is_array()) bad_request("messages[%zu].content must be a string or an array of parts", i);
     std::string text;
     for (const Json& part : *c) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+        auto type = part.is_object() ? part.find("type") : part.end();
+        if (!part.is_object() || type == part.end() || !type->is_string() || *type != "text" || !part.contains("text") ||
+            !part["text"].is_string())
             bad_request("messages[%zu].content: only text parts ({\"type\": \"text\", \"text\": ...}) are supported", i);
         text += part["text"].get<std::string>();
     }
@@ -44,7 +46,7 @@ ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body) {
     if (body.contains("chat_template_kwargs") && !body["chat_template_kwargs"].is_null()) {
         const Json& kw = body["chat_template_kwargs"];
         if (!kw.is_object()) bad_request("'chat_template_kwargs' must be an object");
-        for (auto it = kw.begin(); it != kw.end(); ++it) in.kwargs[it.key()] = it.value();
+        chat::merge_object(in.kwargs, kw);
     }
     if (in.kwargs.contains("enable_thinking") && !in.kwargs["enable_thinking"].is_boolean())
         bad_request("chat_template_kwargs.enable_thinking must be a JSON boolean");

@@ -1,6 +1,8 @@
 // server/http_util: errors, JSON body and field parsing, SSE framing.
 #include "server/http_util.h"
 
+#include "server/http_conn.h"
+
 #include <arpa/inet.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -43,17 +45,6 @@ void send_json(httplib::Response& res, const Json& j, int status) {
 
 void send_error(httplib::Response& res, const HttpError& e) {
     send_json(res, error_json(e.status, e.type, e.what(), e.extra), e.status);
-}
-
-Json parse_body(const httplib::Request& req) {
-    Json j;
-    try {
-        j = Json::parse(req.body);
-    } catch (const std::exception& e) {
-        bad_request("the request body is not valid JSON: %s", e.what());
-    }
-    if (!j.is_object()) bad_request("the request body must be a JSON object");
-    return j;
 }
 
 static const Json* field(const Json& body, const char* key) {
@@ -142,6 +133,7 @@ int tcp_state(const httplib::Request& req) {
 }
 
 bool peer_closed(const httplib::Request& req) {
+    if (const ConnStream* c = current_conn()) return c->peer_gone();  // a reset too, not only a close
     if (req.local_port < 0 || req.remote_port < 0) return false;
     const int known = tcp_state(req);
     if (known >= 0) return known == kTcpCloseWait;

@@ -31,8 +31,13 @@ void send_error(httplib::Response& res, const HttpError& e);
 void send_json(httplib::Response& res, const Json& j, int status = 200);
 std::string dump_json(const Json& j);  // invalid UTF-8 becomes U+FFFD instead of throwing
 
-// The request body as a JSON object (400 if it is not valid JSON or not an object).
+// The request body as a JSON object (400 if it is not valid JSON, nests deeper than kMaxJsonDepth, or
+// is not an object). Every walk over request JSON below the edge relies on this depth bound.
+constexpr int kMaxJsonDepth = 256;
 Json parse_body(const httplib::Request& req);
+// JSON text parsed in linear time (hashed keys for large objects) with at most `max_depth` levels of
+// arrays and objects; 400 naming the limit or the syntax error otherwise (server/json_body).
+Json parse_json_bounded(const std::string& text, int max_depth);
 
 // Typed optional fields: the default when absent or null, 400 naming the field when of the wrong type.
 bool get_bool(const Json& body, const char* key, bool def);
@@ -40,9 +45,10 @@ int64_t get_int(const Json& body, const char* key, int64_t def, int64_t lo = INT
 double get_number(const Json& body, const char* key, double def);
 std::string get_string(const Json& body, const char* key, const std::string& def);
 
-// True if the client of `req` has closed its side of the connection (Linux: the socket is in
-// CLOSE_WAIT, asked by a sock_diag netlink lookup, else read from /proc/net/tcp{,6}). cpp-httplib 0.11 gives handlers no socket, and a non-streaming
-// handler writes nothing until the end, so this is how a waiting request notices its client left.
+// True if the client of `req` has closed or reset its side of the connection: poll() on the socket of
+// the connection the calling thread serves (server/http_conn), else (no such connection) whether the
+// socket is in CLOSE_WAIT, asked by a sock_diag netlink lookup or read from /proc/net/tcp{,6}. A
+// non-streaming handler writes nothing until the end, so this is how a waiting request notices its client left.
 bool peer_closed(const httplib::Request& req);
 // The kernel's TCP state of the connection of `req` (Linux tcp_states.h: 1 established, 8 close-wait,
 // ...) by an exact sock_diag netlink lookup; -1 if it cannot be asked (no netlink, unknown address).

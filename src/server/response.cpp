@@ -19,14 +19,14 @@ std::vector<TaskResult> run_tasks(ServerContext& ctx, const httplib::Request& re
     std::vector<bool> done(tasks.size(), false);
     size_t n_done = 0;
     std::vector<TaskEvent> evs;
-    double next_check = time_ms() + 500;
+    double next_check = time_ms() + 100;
     while (n_done < tasks.size()) {
         size_t first = 0;  // wait on the first unfinished task; poll the others
         while (done[first]) first++;
         for (size_t i = first; i < tasks.size(); i++) {
             if (done[i]) continue;
             evs.clear();
-            tasks[i]->channel->pop_all(evs, i == first ? 500 : 0);
+            tasks[i]->channel->pop_all(evs, i == first ? 100 : 0);
             for (TaskEvent& e : evs) {
                 if (e.kind == TaskEvent::error) {
                     cancel_all();
@@ -43,8 +43,8 @@ std::vector<TaskResult> run_tasks(ServerContext& ctx, const httplib::Request& re
                 }
             }
         }
-        if (time_ms() >= next_check) {  // twice a second: is the client still there?
-            next_check = time_ms() + 500;
+        if (time_ms() >= next_check) {  // ten times a second: is the client still there? (one poll())
+            next_check = time_ms() + 100;
             if (peer_closed(req)) {
                 cancel_all();
                 throw HttpError(499, "server_error", "the client closed the connection");

@@ -2,6 +2,7 @@
 #include "server/server.h"
 
 #include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <filesystem>
 
@@ -16,11 +17,25 @@ namespace bee::server {
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn) {
     return [fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
         try {
+            if (ConnStream* c = current_conn()) {
+                c->body_done();
+                if (req.body.size() > c->limits().max_body_bytes) {
+                    c->close_after();
+                    throw HttpError(413, "invalid_request_error",
+                                    strfmt("the request body is too large (%zu bytes; the limit is %zu, --max-body-bytes)",
+                                           req.body.size(), c->limits().max_body_bytes));
+                }
+            }
             fn(req, res);
         } catch (const HttpError& e) {
             send_error(res, e);
         } catch (const Error& e) {  // bad input found below the edge (tokenizer, template, ...)
             send_error(res, HttpError(400, "invalid_request_error", e.what()));
+        } catch (const nlohmann::json::exception& e) {
+            // note: request fields are type-checked where they are read; this net turns a check that was
+            // missed (a field of the wrong type reaching nlohmann's get<>) into a 400, not a 500.
+            BEE_LOG_WARN("%s %s: JSON type error: %s", req.method.c_str(), req.path.c_str(), e.what());
+            send_error(res, HttpError(400, "invalid_request_error", strfmt("a request field has the wrong type: %s", e.what())));
         } catch (const std::exception& e) {
             BEE_LOG_ERROR("%s %s: %s", req.method.c_str(), req.path.c_str(), e.what());
             send_error(res, HttpError(500, "server_error", e.what()));
@@ -35,40 +50,112 @@ bool is_public_path(const std::string& path) {
     return std::any_of(std::begin(kPublic), std::end(kPublic), [&](const char* p) { return path == p; });
 }
 
-// `Authorization: Bearer KEY` (the "Bearer " prefix optional) or `X-Api-Key: KEY`.
+// `Authorization: Bearer KEY` (the "Bearer " prefix optional) or `X-Api-Key: KEY`, compared on the bytes
+// the client sent (httplib percent-decodes header values) in constant time, every key tried.
 bool authorized(const ServerContext& ctx, const httplib::Request& req) {
     if (ctx.params.api_keys.empty() || is_public_path(req.path)) return true;
-    std::string key = req.get_header_value("Authorization");
+    const ConnStream* c = current_conn();
+    bool found = false;
+    std::string key = c ? raw_header_value(c->raw_headers(), "Authorization", &found) : req.get_header_value("Authorization");
     if (key.rfind("Bearer ", 0) == 0) key.erase(0, 7);
-    if (key.empty()) key = req.get_header_value("X-Api-Key");
-    const auto& keys = ctx.params.api_keys;
-    return !key.empty() && std::find(keys.begin(), keys.end(), key) != keys.end();
+    if (key.empty()) key = c ? raw_header_value(c->raw_headers(), "X-Api-Key", &found) : req.get_header_value("X-Api-Key");
+    bool ok = false;
+    for (const std::string& k : ctx.params.api_keys) ok |= key_equals(key, k);
+    return ok && !key.empty();
+}
+
+// Content-Length must be one plain decimal within the body limit, Transfer-Encoding only "chunked" and
+// never both: anything else is refused before the body is read. Returns the status (0: fine).
+int check_body_framing(const httplib::Request& req, size_t max_body, std::string& why) {
+    const bool chunked = req.has_header("Transfer-Encoding");
+    if (chunked) {
+        std::string te = req.get_header_value("Transfer-Encoding");
+        std::transform(te.begin(), te.end(), te.begin(), ::tolower);
+        if (te != "chunked" || req.get_header_value_count("Transfer-Encoding") != 1) {
+            why = "Transfer-Encoding '" + te + "' is not supported (only chunked)";
+            return 400;
+        }
+    }
+    const size_t n_cl = req.get_header_value_count("Content-Length");
+    if (n_cl == 0) return 0;
+    if (chunked) {
+        why = "a request cannot have both Content-Length and Transfer-Encoding";
+        return 400;
+    }
+    const std::string cl = req.get_header_value("Content-Length");
+    for (size_t i = 1; i < n_cl; i++)
+        if (req.get_header_value("Content-Length", i) != cl) {
+            why = "the request has several different Content-Length headers";
+            return 400;
+        }
+    const bool digits = !cl.empty() && cl.size() <= 19 && std::all_of(cl.begin(), cl.end(), ::isdigit);
+    if (!digits) {
+        why = "invalid Content-Length '" + cl.substr(0, 40) + "': expected a decimal number of bytes";
+        return 400;
+    }
+    const unsigned long long n = std::stoull(cl);
+    if (n > max_body) {
+        why = strfmt("the request body is too large (Content-Length %llu; the limit is %zu, --max-body-bytes)", n, max_body);
+        return 413;
+    }
+    return 0;
+}
+
+// CORS: the Origin echoed back for any origin without credentials by default; with --cors-origins only
+// for the listed ones, and with credentials only for an origin listed by name (not by `*`).
+void set_cors_headers(const ServerParams& p, const httplib::Request& req, httplib::Response& res, bool preflight) {
+    if (!req.has_header("Origin")) return;
+    const std::string origin = req.get_header_value("Origin");
+    const auto& list = p.cors_origins;
+    const bool named = std::find(list.begin(), list.end(), origin) != list.end();
+    const bool any = list.empty() || std::find(list.begin(), list.end(), "*") != list.end();
+    if (!named && !any) return;
+    res.set_header("Access-Control-Allow-Origin", origin);
+    res.set_header("Vary", "Origin");
+    if (named) res.set_header("Access-Control-Allow-Credentials", "true");
+    if (preflight) {
+        res.set_header("Access-Control-Allow-Methods", "GET, POST");
+        res.set_header("Access-Control-Allow-Headers", "*");
+    }
 }
 
 }  // namespace
 
 HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
     const ServerParams& p = ctx_.params;
-    const int n_threads = p.threads_http > 0 ? p.threads_http : std::max(p.sched.n_parallel + 4, 64);
-    svr_.new_task_queue = [n_threads] { return new httplib::ThreadPool(n_threads); };
-    svr_.set_read_timeout(p.timeout_s, 0);
-    svr_.set_write_timeout(p.timeout_s, 0);
+    const size_t n_max = p.threads_http > 0 ? (size_t)p.threads_http : 1024;
+    svr_.new_task_queue = [n_max, n_keep = (size_t)p.sched.n_parallel + 4] {
+        return new GrowingThreadPool(std::min(n_keep, n_max), n_max);
+    };
+    svr_.limits.write_timeout_ms = p.timeout_s * 1000;
+    svr_.limits.idle_read_timeout_ms = std::min(p.timeout_s, 5) * 1000;
+    svr_.limits.max_body_bytes = p.max_body_bytes;
     svr_.set_payload_max_length(p.max_body_bytes);
     // Order as llama-server: CORS, OPTIONS, the loading gate (every path, /health too), then the key.
     svr_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        res.set_header("Access-Control-Allow-Origin", req.get_header_value("Origin"));
+        ConnStream* c = current_conn();
+        if (c) c->headers_done();
+        std::string why;
+        if (const int status = check_body_framing(req, ctx_.params.max_body_bytes, why)) {
+            if (c) c->close_after();
+            send_error(res, HttpError(status, "invalid_request_error", why));
+            return httplib::Server::HandlerResponse::Handled;
+        }
+        set_cors_headers(ctx_.params, req, res, req.method == "OPTIONS");
+        const bool has_body = req.has_header("Transfer-Encoding") ||
+                              (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
         if (req.method == "OPTIONS") {
-            res.set_header("Access-Control-Allow-Credentials", "true");
-            res.set_header("Access-Control-Allow-Methods", "GET, POST");
-            res.set_header("Access-Control-Allow-Headers", "*");
+            if (c && has_body) c->close_after();
             res.set_content("", "text/html");
             return httplib::Server::HandlerResponse::Handled;
         }
         if (!ctx_.ready.load()) {
+            if (c && has_body) c->close_after();
             send_error(res, HttpError(503, "unavailable_error", "Loading model"));
             return httplib::Server::HandlerResponse::Handled;
         }
         if (!authorized(ctx_, req)) {
+            if (c && has_body) c->close_after();
             send_error(res, HttpError(401, "authentication_error", "Invalid API Key"));
             return httplib::Server::HandlerResponse::Handled;
         }
@@ -77,6 +164,7 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
     // Errors httplib produces itself (unknown route, body too large) get the JSON envelope too.
     svr_.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+        if (const ConnStream* c = current_conn(); c && c->body_too_large()) res.status = 413;
         if (res.status == 404)
             send_error(res, HttpError(404, "not_found_error", "File Not Found: " + req.path));
         else if (res.status == 413)

@@ -8,6 +8,7 @@
 #include <httplib.h>
 
 #include "server/context.h"
+#include "server/http_conn.h"
 
 namespace bee::server {
 
@@ -23,7 +24,7 @@ public:
 
 private:
     ServerContext& ctx_;
-    httplib::Server svr_;
+    BeeHttplibServer svr_;
     std::thread thread_;
 };
 

@@ -306,5 +306,25 @@ TEST(GgufBroken, EmptyAndMissingFiles) {
     }
 }
 
+TEST(GgufBroken, OverlappingTensorData) {
+    // Two F32 tensors of 16 floats: `b` starts inside `a` (offset 32 of a's 64 bytes).
+    RawGguf r;
+    r.header(3, 2, 0);
+    r.tensor("a", {16}, kF32, 0);
+    r.tensor("b", {16}, kF32, 32);
+    r.pad(32);
+    r.zeros(96);
+    const size_t data_at = r.b.size() - 96;
+    expect_gguf_error(r.b, "tensor 'b' data", data_at + 32, "overlaps tensor 'a' at [0, 64)");
+    // Side by side is fine.
+    RawGguf ok;
+    ok.header(3, 2, 0);
+    ok.tensor("a", {16}, kF32, 0);
+    ok.tensor("b", {16}, kF32, 64);
+    ok.pad(32);
+    ok.zeros(128);
+    EXPECT_NO_THROW(GgufFile::parse(ok.b.data(), ok.b.size(), "t.gguf"));
+}
+
 }  // namespace
 }  // namespace bee

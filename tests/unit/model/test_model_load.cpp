@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -184,6 +185,41 @@ TEST(ModelLoadErrors, TruncatedFile) {
         EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
     }
     unlink(path.c_str());
+}
+
+TEST(ModelLoadErrors, NonsenseHparams) {
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    for (float base : {nan, inf, -inf}) {
+        TinyConfig cfg = tiny_config("llama");
+        cfg.rope_base = base;
+        expect_load_error(cfg, {}, {"llama.rope.freq_base", "finite"});
+    }
+    for (float base : {0.0f, -10000.0f}) {
+        TinyConfig cfg = tiny_config("llama");
+        cfg.rope_base = base;
+        expect_load_error(cfg, {}, {"llama.rope.freq_base", "must be > 0"});
+    }
+    for (float eps : {nan, inf}) {
+        TinyConfig cfg = tiny_config("llama");
+        cfg.norm_eps = eps;
+        expect_load_error(cfg, {}, {"llama.attention.layer_norm_rms_epsilon", "finite"});
+    }
+    for (float eps : {0.0f, -1e-5f, 2.0f}) {
+        TinyConfig cfg = tiny_config("llama");
+        cfg.norm_eps = eps;
+        expect_load_error(cfg, {}, {"llama.attention.layer_norm_rms_epsilon", "(0, 1]"});
+    }
+}
+
+// (A token_embd with 0 rows cannot be written or read: GgufWriter and GgufFile refuse a 0 dimension.)
+TEST(ModelLoadErrors, TokenEmbeddingType) {
+    // Same bytes per element as f32, but no dequantize_row: the token lookup could not read it.
+    expect_load_error(tiny_config("llama_tied"),
+                      [](TensorSpec& t) {
+                          if (t.name == "token_embd.weight") t.type = GgmlType::I32;
+                          return true;
+                      },
+                      {"token_embd.weight", "i32"});
 }
 
 }  // namespace
