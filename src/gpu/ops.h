@@ -1,0 +1,61 @@
+// gpu/ops: host side of the compute shaders: checks the shapes, records one dispatch into a CommandList.
+// Same semantics as the CPU ops in kernels/kernels.h (the tests hold them to kernels/ref and quant/).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "gguf/ggml_type.h"
+#include "gpu/buffer.h"
+
+namespace bee::gpu {
+
+class CommandList;
+class Device;
+class Pipeline;
+
+struct RopeArgs {
+    int n_rot = 0;              // rotated dims per head (<= head_dim, even)
+    float freq_base = 10000.0f;
+    float freq_scale = 1.0f;    // linear scaling: position multiplied by this
+    bool neox = false;          // false: pairs (2i, 2i+1); true: pairs (i, i + n_rot/2)
+};
+
+class Ops {
+public:
+    explicit Ops(Device& dev);
+    ~Ops();
+    Ops(const Ops&) = delete;
+    Ops& operator=(const Ops&) = delete;
+
+    // Weight types matmul() takes: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K.
+    static bool supports_matmul(GgmlType t);
+    // X rows for matmul() are this many floats apart (n_in rounded up to 32), zero past n_in.
+    static int64_t x_stride_for(int64_t n_in) { return (n_in + 31) / 32 * 32; }
+
+    // y (n_tok, y_stride) = x (n_tok, x_stride) · Wᵀ with W (n_out, n_in) in GGUF rows of `wtype`, f32 sums.
+    // n_in must be a multiple of the type's block (any n_in for F32/F16/BF16); x_stride a multiple of 32
+    // >= n_in with zeros (or any finite values times a zero weight) past n_in. y may not alias x or w.
+    void matmul(CommandList& cl, GgmlType wtype, BufferRange w, int64_t n_out, int64_t n_in, BufferRange x,
+                int64_t x_stride, int64_t n_tok, BufferRange y, int64_t y_stride);
+    // y = x / sqrt(mean(x²) + eps) * w per row of n (w.buffer == nullptr: no scale); y may be x.
+    void rms_norm(CommandList& cl, BufferRange x, BufferRange w, BufferRange y, int64_t n, int64_t n_rows,
+                  int64_t stride, float eps);
+    // Rotates x (n_rows, n_head, head_dim) in place, row r at position pos[r] (int32);
+    // freq_factors.buffer == nullptr: none, else n_rot/2 divisors of theta.
+    void rope(CommandList& cl, BufferRange x, BufferRange pos, int n_rows, int n_head, int head_dim,
+              const RopeArgs& args, BufferRange freq_factors);
+    // gate = silu(gate) * up over n floats.
+    void silu_mul(CommandList& cl, BufferRange gate, BufferRange up, int64_t n);
+    // Per row of n (stride apart): cap > 0: x = cap * tanh(x / cap); then softmax in place.
+    void softmax(CommandList& cl, BufferRange x, int64_t n, int64_t n_rows, int64_t stride, float cap);
+
+private:
+    Pipeline& pipeline(const char* name, int n_buffers, uint32_t push_bytes);
+
+    Device& dev_;
+    std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;  // built on first use, by shader name
+};
+
+}  // namespace bee::gpu
