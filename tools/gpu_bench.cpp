@@ -1,14 +1,15 @@
 // tools/gpu_bench: times the Vulkan matmul shader (gpu/ops) for one weight matrix of each type on one device
 // with GPU timestamps: microseconds per call, weight GB/s, and the max error against the CPU's f32 product of
-// the dequantized weights. A CMake target (`cmake --build build --target gpu_bench`), not built by default:
+// the dequantized weights; first the device's buffer-copy GB/s as the ceiling. A CMake target, not built by
+// default (`cmake --build build --target gpu_bench`):
 //
 //   build/gpu_bench [--list-devices] [--device SEL] [--types q4_0,q4_k,...] [--shapes 4096x4096,896x4864]
 //                   [--tokens 1,8]          SHAPE is N_OUTxN_IN (rows x columns of W)
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -40,23 +41,60 @@ struct Result {
     double us = 0, gbs = 0, max_abs = 0, max_rel = 0;
 };
 
-// Times `reps` calls recorded in one command list (the best of 3 submissions) and checks the first result.
-Result bench_one(gpu::Device& dev, gpu::Ops& ops, GgmlType t, int64_t n_out, int64_t n_in, int64_t n_tok) {
+// Device copy bandwidth (read + write bytes per second) of one buffer-to-buffer copy, the best of 3: the
+// ceiling the matmul GB/s are read against.
+double copy_gbs(gpu::Device& dev) {
+    const size_t bytes = dev.info().type == "cpu" ? (size_t)64 << 20 : (size_t)512 << 20;
+    gpu::Buffer a(dev, bytes, gpu::Memory::device), b(dev, bytes, gpu::Memory::device);
+    gpu::CommandList cl(dev, 1, 4);
+    cl.begin();
+    const int t0 = cl.timestamp();
+    cl.copy(gpu::whole(a), gpu::whole(b));
+    const int t1 = cl.timestamp();
+    cl.end();
+    double best = 1e300;
+    for (int i = 0; i < 3; ++i) {
+        cl.submit_and_wait();
+        const double ns = cl.elapsed_ns(t0, t1);
+        if (ns > 0 && ns < best) best = ns;
+    }
+    return best < 1e300 ? 2.0 * (double)bytes / best : 0.0;
+}
+
+// A random matrix quantized to one type, on the host and on the device.
+struct Weights {
+    std::vector<uint8_t> host;  // (n_out, row bytes)
+    std::unique_ptr<gpu::Buffer> dev;
+};
+
+Weights make_weights(gpu::Device& dev, GgmlType t, int64_t n_out, int64_t n_in) {
     std::mt19937 rng(42);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    std::vector<float> wf((size_t)(n_out * n_in)), x((size_t)(n_tok * n_in));
+    std::vector<float> wf((size_t)(n_out * n_in));
     for (float& v : wf) v = dist(rng);
+    Weights w;
+    w.host.resize(ggml_row_size(t, n_in) * (size_t)n_out);
+    quantize_matrix(t, wf.data(), w.host.data(), n_out, n_in);
+    w.dev = std::make_unique<gpu::Buffer>(dev, w.host.size(), gpu::Memory::device);
+    w.dev->upload(w.host.data(), w.host.size());
+    return w;
+}
+
+// Times `reps` calls recorded in one command list (the best of 3 submissions) and checks the result.
+Result bench_one(gpu::Device& dev, gpu::Ops& ops, GgmlType t, const Weights& w, int64_t n_out, int64_t n_in,
+                 int64_t n_tok) {
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> x((size_t)(n_tok * n_in));
     for (float& v : x) v = dist(rng);
     const size_t row_bytes = ggml_row_size(t, n_in);
-    std::vector<uint8_t> wq(row_bytes * (size_t)n_out);
-    quantize_matrix(t, wf.data(), wq.data(), n_out, n_in);
+    const std::vector<uint8_t>& wq = w.host;
+    const gpu::Buffer& wb = *w.dev;
 
     const int64_t xs = gpu::Ops::x_stride_for(n_in);
     std::vector<float> xpad((size_t)(n_tok * xs), 0.0f);
     for (int64_t r = 0; r < n_tok; ++r) memcpy(&xpad[(size_t)(r * xs)], &x[(size_t)(r * n_in)], (size_t)n_in * 4);
-    gpu::Buffer wb(dev, wq.size(), gpu::Memory::device), xb(dev, xpad.size() * 4, gpu::Memory::device);
-    gpu::Buffer yb(dev, (size_t)(n_tok * n_out) * 4, gpu::Memory::device);
-    wb.upload(wq.data(), wq.size());
+    gpu::Buffer xb(dev, xpad.size() * 4, gpu::Memory::device), yb(dev, (size_t)(n_tok * n_out) * 4, gpu::Memory::device);
     xb.upload(xpad.data(), xpad.size() * 4);
 
     // One call first, to size the timed list (~50 ms of work, 5..200 calls).
@@ -140,6 +178,7 @@ int main(int argc, char** argv) {
         gpu::Ops ops(dev);
         printf("device:%s\n", gpu::device_line(dev.info()).c_str() + 1);
         if (!dev.timestamps()) fprintf(stderr, "gpu_bench: the device has no timestamps; times read 0\n");
+        printf("buffer copy: %.1f GB/s (read + write)\n", copy_gbs(dev));
         printf("%-5s %6s %6s %4s %10s %8s %12s %12s\n", "type", "n_out", "n_in", "tok", "us/call", "GB/s",
                "max_abs_err", "max_rel_err");
         for (const std::string& shape : split(shapes)) {
@@ -154,8 +193,9 @@ int main(int argc, char** argv) {
                     printf("%-5s %6lld %6lld  (skipped: n_in not a multiple of the block)\n", tn.c_str(), n_out, n_in);
                     continue;
                 }
+                const Weights w = make_weights(dev, t, n_out, n_in);
                 for (const std::string& tok : split(tokens)) {
-                    const Result r = bench_one(dev, ops, t, n_out, n_in, atoll(tok.c_str()));
+                    const Result r = bench_one(dev, ops, t, w, n_out, n_in, atoll(tok.c_str()));
                     printf("%-5s %6lld %6lld %4lld %10.2f %8.1f %12.3g %12.3g\n", tn.c_str(), n_out, n_in,
                            atoll(tok.c_str()), r.us, r.gbs, r.max_abs, r.max_rel);
                     fflush(stdout);

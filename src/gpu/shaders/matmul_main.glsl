@@ -30,11 +30,11 @@ void main() {
             acc[t] += s;
         }
     }
-    for (uint t = 0u; t < TOK; ++t) partial[t][tid] = acc[t];
+    for (uint t = 0u; t < nt; ++t) partial[t][tid] = acc[t];
     barrier();
     for (uint step = WG / 2u; step > 0u; step >>= 1) {
         if (tid < step)
-            for (uint t = 0u; t < TOK; ++t) partial[t][tid] += partial[t][tid + step];
+            for (uint t = 0u; t < nt; ++t) partial[t][tid] += partial[t][tid + step];
         barrier();
     }
     if (tid < nt) Y[(t0 + tid) * p.y_stride + row] = partial[tid][0];
