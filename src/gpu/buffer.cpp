@@ -58,7 +58,7 @@ Buffer::Buffer(Device& dev, size_t bytes, Memory where) : dev_(dev), size_((byte
     vkGetPhysicalDeviceMemoryProperties(dev.physical(), &mp);
     const VkMemoryPropertyFlags flags = mp.memoryTypes[type].propertyFlags;
     const VkMemoryPropertyFlags mappable = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    if ((flags & mappable) == mappable)
+    if ((flags & mappable) == mappable && (where == Memory::host || dev.map_device_memory()))
         vk_check(vkMapMemory(dev.handle(), memory_, 0, VK_WHOLE_SIZE, 0, &mapped_), "vkMapMemory");
     zero();
 }

@@ -34,6 +34,11 @@ public:
     // Returns -1 when none has `need`.
     int find_memory_type(uint32_t type_bits, VkMemoryPropertyFlags need, VkMemoryPropertyFlags prefer) const;
 
+    // Whether device buffers are mapped where the memory allows it (unified memory: llvmpipe, integrated
+    // GPUs). Tests turn it off to take the staging path a discrete GPU takes.
+    bool map_device_memory() const { return map_device_memory_; }
+    void set_map_device_memory(bool on) { map_device_memory_ = on; }
+
     // Records a one-off command buffer with `record`, submits it and waits (uploads, downloads).
     void run_once(const std::function<void(VkCommandBuffer)>& record);
 
@@ -50,6 +55,7 @@ private:
     VkCommandPool pool_ = VK_NULL_HANDLE;
     VkPipelineCache cache_ = VK_NULL_HANDLE;
     VkFence once_fence_ = VK_NULL_HANDLE;
+    bool map_device_memory_ = true;
 };
 
 }  // namespace bee::gpu

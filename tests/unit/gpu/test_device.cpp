@@ -46,11 +46,17 @@ TEST_F(GpuTest, SelectsByIndexAndName) {
     EXPECT_THROW(gpu::Device("999"), Error);
 }
 
-TEST_F(GpuTest, BuffersRoundTripBothMemories) {
+// Mapped device memory (unified memory), staged device memory (as on a discrete GPU), host memory.
+TEST_F(GpuTest, BuffersRoundTripEveryMemory) {
     std::vector<uint8_t> src(1000);
     for (size_t i = 0; i < src.size(); ++i) src[i] = (uint8_t)(i * 7 + 3);
-    for (gpu::Memory m : {gpu::Memory::device, gpu::Memory::host}) {
-        gpu::Buffer b(*dev, src.size(), m);
+    for (int mode = 0; mode < 3; ++mode) {
+        dev->set_map_device_memory(mode != 1);
+        gpu::Buffer b(*dev, src.size(), mode == 2 ? gpu::Memory::host : gpu::Memory::device);
+        dev->set_map_device_memory(true);
+        if (mode == 1) {
+            EXPECT_EQ(b.mapped(), nullptr);
+        }
         EXPECT_EQ(b.size(), 1008u);  // rounded up to 16
         b.upload(src.data(), src.size());
         std::vector<uint8_t> back(src.size());

@@ -59,8 +59,10 @@ void run_case(GpuTest& t, gpu::Ops& ops, gpu::CommandList& cl, gpu::Device& dev,
     const int64_t xs = gpu::Ops::x_stride_for(n_in);
     std::vector<float> xpad((size_t)(n_tok * xs), 0.0f);
     for (int64_t r = 0; r < n_tok; ++r) memcpy(&xpad[(size_t)(r * xs)], &x[(size_t)(r * n_in)], (size_t)n_in * 4);
+    dev.set_map_device_memory(s.blocks % 2 == 1);  // even block counts take the staged (discrete GPU) path
     auto wb = t.upload_bytes(wq.data(), wq.size());
     auto xb = t.upload_vec(xpad);
+    dev.set_map_device_memory(true);
     gpu::Buffer yb(dev, (size_t)(n_tok * n_out) * 4, gpu::Memory::host);
     cl.begin();
     ops.matmul(cl, tc.type, gpu::whole(*wb), n_out, n_in, gpu::whole(*xb), xs, n_tok, gpu::whole(yb), n_out);
