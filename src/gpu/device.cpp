@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <vector>
 
 #include "base/error.h"
@@ -28,7 +29,8 @@ std::string lower(std::string s) {
 int pick_device(const Instance& inst, const std::string& selector) {
     const int n = (int)inst.physical_devices().size();
     if (n == 0) fail("gpu: no Vulkan device found (the loader and driver work but report no physical device)");
-    if (!selector.empty() && std::all_of(selector.begin(), selector.end(), ::isdigit)) {
+    const bool digits = std::all_of(selector.begin(), selector.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!selector.empty() && digits) {
         const int i = atoi(selector.c_str());
         if (i >= n) fail("gpu: device %d asked for, but there are %d (bee --list-devices)", i, n);
         return i;

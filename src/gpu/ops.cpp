@@ -73,9 +73,10 @@ void Ops::matmul(CommandList& cl, GgmlType wtype, BufferRange w, int64_t n_out, 
                                                (long long)x_stride, (long long)n_in);
     if (y_stride < n_out) fail("gpu: matmul: y_stride %lld < n_out %lld", (long long)y_stride, (long long)n_out);
     const size_t w_bytes = (size_t)n_out * (size_t)n_in / (size_t)ti.block_size * ti.type_size;
-    if (w_bytes + 4 > 0xFFFFFFFFull || (uint64_t)n_tok * (uint64_t)x_stride > 0xFFFFFFFFull)
-        fail("gpu: matmul: %zu weight bytes or %lld x %lld activations past 32-bit offsets", w_bytes,
-             (long long)n_tok, (long long)x_stride);
+    if (w_bytes + 4 > 0xFFFFFFFFull || (uint64_t)n_tok * (uint64_t)x_stride > 0xFFFFFFFFull ||
+        (uint64_t)n_tok * (uint64_t)y_stride > 0xFFFFFFFFull)
+        fail("gpu: matmul: %zu weight bytes or %lld rows of %lld / %lld floats past 32-bit offsets", w_bytes,
+             (long long)n_tok, (long long)x_stride, (long long)y_stride);
     need_bytes(w, w_bytes + 4, "matmul", "W (plus 4 bytes of slack)");
     need_bytes(x, (size_t)n_tok * (size_t)x_stride * 4, "matmul", "X");
     need_bytes(y, ((size_t)(n_tok - 1) * (size_t)y_stride + (size_t)n_out) * 4, "matmul", "Y");

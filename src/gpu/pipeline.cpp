@@ -40,7 +40,10 @@ Pipeline::Pipeline(Device& dev, const char* name, int n_buffers, uint32_t push_b
     pl.pSetLayouts = &set_layout_;
     pl.pushConstantRangeCount = push_bytes ? 1 : 0;
     pl.pPushConstantRanges = &pc;
-    vk_check(vkCreatePipelineLayout(dev.handle(), &pl, nullptr, &layout_), "vkCreatePipelineLayout");
+    if (vkCreatePipelineLayout(dev.handle(), &pl, nullptr, &layout_) != VK_SUCCESS) {
+        vkDestroyDescriptorSetLayout(dev.handle(), set_layout_, nullptr);
+        fail("gpu: vkCreatePipelineLayout failed for %s", name);
+    }
 
     std::vector<uint32_t> words(blob->size / 4);  // note: a copy, so the code pointer is a real uint32_t array
     memcpy(words.data(), blob->code, words.size() * 4);
@@ -49,7 +52,11 @@ Pipeline::Pipeline(Device& dev, const char* name, int n_buffers, uint32_t push_b
     sm.codeSize = words.size() * 4;
     sm.pCode = words.data();
     VkShaderModule module;
-    vk_check(vkCreateShaderModule(dev.handle(), &sm, nullptr, &module), "vkCreateShaderModule");
+    if (vkCreateShaderModule(dev.handle(), &sm, nullptr, &module) != VK_SUCCESS) {
+        vkDestroyPipelineLayout(dev.handle(), layout_, nullptr);
+        vkDestroyDescriptorSetLayout(dev.handle(), set_layout_, nullptr);
+        fail("gpu: shader module %s was refused by the driver", name);
+    }
 
     VkComputePipelineCreateInfo cp{};
     cp.sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO;
@@ -60,7 +67,11 @@ Pipeline::Pipeline(Device& dev, const char* name, int n_buffers, uint32_t push_b
     cp.layout = layout_;
     const VkResult r = vkCreateComputePipelines(dev.handle(), dev.pipeline_cache(), 1, &cp, nullptr, &pipeline_);
     vkDestroyShaderModule(dev.handle(), module, nullptr);
-    if (r != VK_SUCCESS) fail("gpu: building pipeline %s: %s", name, vk_result_name(r));
+    if (r != VK_SUCCESS) {
+        vkDestroyPipelineLayout(dev.handle(), layout_, nullptr);
+        vkDestroyDescriptorSetLayout(dev.handle(), set_layout_, nullptr);
+        fail("gpu: building pipeline %s: %s", name, vk_result_name(r));
+    }
 }
 
 Pipeline::~Pipeline() {
