@@ -46,6 +46,14 @@ foreach(src ${shader_srcs})
     DEPENDS ${src} ${shader_incs}
     COMMENT "glslc ${name}.comp" VERBATIM)
   list(APPEND spvs ${spv})
+  if(name MATCHES "^matmul_")  # a second build with subgroup reductions (SPIR-V 1.3), used where supported
+    set(spv_sg ${CMAKE_BINARY_DIR}/shaders/${name}_sg.spv)
+    add_custom_command(OUTPUT ${spv_sg}
+      COMMAND ${GLSLC_EXECUTABLE} --target-env=vulkan1.1 -O -DBEE_SUBGROUP=1 -I ${shader_dir} -o ${spv_sg} ${src}
+      DEPENDS ${src} ${shader_incs}
+      COMMENT "glslc ${name}.comp (subgroups)" VERBATIM)
+    list(APPEND spvs ${spv_sg})
+  endif()
 endforeach()
 set(shaders_cpp ${CMAKE_BINARY_DIR}/shaders/shaders_spv.cpp)
 add_custom_command(OUTPUT ${shaders_cpp}

@@ -32,15 +32,18 @@ std::string driver_string(VkPhysicalDevice pd, const VkPhysicalDeviceProperties&
     return strfmt("driver version 0x%x", props.driverVersion);
 }
 
-uint32_t subgroup_size(VkPhysicalDevice pd, uint32_t device_api, uint32_t instance_api) {
-    if (device_api < VK_API_VERSION_1_1 || instance_api < VK_API_VERSION_1_1) return 0;
+// Subgroup size and whether compute shaders have subgroup arithmetic (0 / false before Vulkan 1.1).
+void subgroup_properties(VkPhysicalDevice pd, uint32_t device_api, uint32_t instance_api, DeviceInfo* d) {
+    if (device_api < VK_API_VERSION_1_1 || instance_api < VK_API_VERSION_1_1) return;
     VkPhysicalDeviceSubgroupProperties sg{};
     sg.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
     VkPhysicalDeviceProperties2 p2{};
     p2.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
     p2.pNext = &sg;
     vkGetPhysicalDeviceProperties2(pd, &p2);
-    return sg.subgroupSize;
+    d->subgroup_size = sg.subgroupSize;
+    d->subgroup_arithmetic = (sg.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                             (sg.supportedOperations & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
 }
 
 }  // namespace
@@ -93,7 +96,7 @@ DeviceInfo Instance::describe(int index) const {
         if (mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) d.memory += mem.memoryHeaps[h].size;
     d.driver = driver_string(pd, props, api_version_);
     d.api_version = props.apiVersion;
-    d.subgroup_size = subgroup_size(pd, props.apiVersion, api_version_);
+    subgroup_properties(pd, props.apiVersion, api_version_, &d);
 
     uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(pd, &nq, nullptr);

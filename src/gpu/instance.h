@@ -17,6 +17,7 @@ struct DeviceInfo {
     std::string driver;       // driver name and version info, e.g. "NVIDIA 580.65.06", "llvmpipe Mesa 22.3.6"
     uint32_t api_version = 0; // VK_MAKE_API_VERSION of the device
     uint32_t subgroup_size = 0;
+    bool subgroup_arithmetic = false;  // compute shaders may use subgroupAdd (Vulkan 1.1 device and instance)
     bool timestamps = false;  // compute queues can write timestamps
 };
 

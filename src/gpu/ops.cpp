@@ -49,7 +49,12 @@ void grid_2d(uint64_t groups, uint32_t* gx, uint32_t* gy) {
 
 }  // namespace
 
-Ops::Ops(Device& dev) : dev_(dev) {}
+Ops::Ops(Device& dev) : dev_(dev), subgroups_(dev.info().subgroup_arithmetic) {}
+
+bool Ops::set_subgroups(bool on) {
+    subgroups_ = on && dev_.info().subgroup_arithmetic;
+    return subgroups_;
+}
 Ops::~Ops() = default;
 
 bool Ops::supports_matmul(GgmlType t) { return matmul_shader(t) != nullptr; }
@@ -89,7 +94,8 @@ void Ops::matmul(CommandList& cl, GgmlType wtype, BufferRange w, int64_t n_out, 
     push.row_groups = gx;
     const uint64_t gz = ((uint64_t)n_tok + 7) / 8;  // 8 X rows per workgroup (matmul_main.glsl TOK)
     if (gz > 65535) fail("gpu: matmul: %lld X rows is too many for one dispatch", (long long)n_tok);
-    cl.dispatch(pipeline(shader, 3, sizeof push), {w, x, y}, &push, gx, gy, (uint32_t)gz);
+    const std::string name = std::string(shader) + (subgroups_ ? "_sg" : "");
+    cl.dispatch(pipeline(name.c_str(), 3, sizeof push), {w, x, y}, &push, gx, gy, (uint32_t)gz);
 }
 
 void Ops::rms_norm(CommandList& cl, BufferRange x, BufferRange w, BufferRange y, int64_t n, int64_t n_rows,

@@ -31,6 +31,11 @@ public:
 
     // Weight types matmul() takes: F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0 Q4_K Q5_K Q6_K.
     static bool supports_matmul(GgmlType t);
+    // Whether matmul() takes the subgroup-reduction shaders (on by default where the device has subgroup
+    // arithmetic; tests turn it off to check the shared-memory reduction too). Returns the setting in force.
+    bool set_subgroups(bool on);
+    bool subgroups() const { return subgroups_; }
+
     // X rows for matmul() are this many floats apart (n_in rounded up to 32), zero past n_in.
     static int64_t x_stride_for(int64_t n_in) { return (n_in + 31) / 32 * 32; }
 
@@ -55,6 +60,7 @@ private:
     Pipeline& pipeline(const char* name, int n_buffers, uint32_t push_bytes);
 
     Device& dev_;
+    bool subgroups_ = false;
     std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;  // built on first use, by shader name
 };
 

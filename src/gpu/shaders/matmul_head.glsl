@@ -3,6 +3,9 @@
 // note: W is read as 32-bit words only (no 8/16-bit storage features needed): every block size is even,
 // so each field starts at an even byte offset and w_word2() assembles a word from two aligned ones.
 #extension GL_GOOGLE_include_directive : require
+#ifdef BEE_SUBGROUP
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 
 layout(local_size_x = 64) in;
 

@@ -30,8 +30,8 @@ inline gpu::Device* shared_device(std::string* why) {
         try {
             dev = std::make_unique<gpu::Device>(sel ? sel : "");
             const gpu::DeviceInfo& i = dev->info();
-            fprintf(stderr, "[ gpu      ] device %d: %s (%s, %s)\n", i.index, i.name.c_str(), i.type.c_str(),
-                    i.driver.c_str());
+            fprintf(stderr, "[ gpu      ] device %d: %s (%s, %s, subgroup size %u%s)\n", i.index, i.name.c_str(),
+                    i.type.c_str(), i.driver.c_str(), i.subgroup_size, i.subgroup_arithmetic ? ", arithmetic" : "");
         } catch (const Error& e) {
             reason = e.what();
         }

@@ -16,6 +16,9 @@ TEST(GpuShaders, EveryShaderIsEmbedded) {
                            "matmul_q5_1", "matmul_q8_0", "matmul_q4_k", "matmul_q5_k", "matmul_q6_k", "rms_norm",
                            "rope", "silu_mul", "softmax"};
     for (const char* n : names) {
+        if (!strncmp(n, "matmul_", 7)) {
+            ASSERT_NE(gpu::find_shader((std::string(n) + "_sg").c_str()), nullptr) << n << "_sg";
+        }
         const gpu::ShaderBlob* b = gpu::find_shader(n);
         ASSERT_NE(b, nullptr) << n;
         ASSERT_GE(b->size, 20u) << n;

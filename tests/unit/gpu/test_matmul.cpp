@@ -84,20 +84,27 @@ void run_case(GpuTest& t, gpu::Ops& ops, gpu::CommandList& cl, gpu::Device& dev,
             const double got = y[(size_t)(r * n_out + o)];
             const char* name = ti.name;
             ASSERT_NEAR(got, exact, tc.tol_exact * mag + 1e-6)
-                << name << " n_out " << n_out << " n_in " << n_in << " n_tok " << n_tok << " at " << r << "," << o;
+                << (ops.subgroups() ? "subgroups " : "shared memory ") << name << " n_out " << n_out << " n_in " << n_in << " n_tok " << n_tok << " at " << r << "," << o;
             ASSERT_NEAR(got, y_cpu[(size_t)(r * n_out + o)], tc.tol_cpu_path * mag + 1e-6)
                 << name << " vs bee::ref::matmul, n_in " << n_in << " at " << r << "," << o;
         }
 }
 
+// Both reductions: subgroupAdd where the device has it (the default), and the shared-memory tree.
 TEST_F(GpuTest, MatmulEveryTypeEveryShapeClass) {
-    for (const TypeCase& tc : kTypes) {
-        ASSERT_TRUE(gpu::Ops::supports_matmul(tc.type)) << ggml_type_name(tc.type);
-        for (const Shape& s : kShapes) {
-            run_case(*this, *ops, *cl, *dev, tc, s);
-            if (HasFatalFailure()) return;
+    const bool has_subgroups = dev->info().subgroup_arithmetic;
+    for (bool subgroups : {true, false}) {
+        if (subgroups && !has_subgroups) continue;
+        ASSERT_EQ(ops->set_subgroups(subgroups), subgroups);
+        for (const TypeCase& tc : kTypes) {
+            ASSERT_TRUE(gpu::Ops::supports_matmul(tc.type)) << ggml_type_name(tc.type);
+            for (const Shape& s : kShapes) {
+                run_case(*this, *ops, *cl, *dev, tc, s);
+                if (HasFatalFailure()) return;
+            }
         }
     }
+    if (!has_subgroups) fprintf(stderr, "[ gpu      ] no subgroup arithmetic: shared-memory reduction only\n");
 }
 
 // A row's result does not depend on the other X rows of the batch: 1 row alone equals row 0 and row 10 of 11.
