@@ -38,9 +38,9 @@ int main(int argc, char** argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (!strcmp(argv[1], "--list-devices")) argv[1] = (char*)"devices";  // llama.cpp's flag
+    const char* name = strcmp(argv[1], "--list-devices") ? argv[1] : "devices";  // llama.cpp's flag
     for (const Command& c : kCommands) {
-        if (strcmp(argv[1], c.name) != 0) continue;
+        if (strcmp(name, c.name) != 0) continue;
         try {
             return c.fn(argc - 2, argv + 2);
         } catch (const std::exception& e) {  // last resort: never die with an uncaught exception
