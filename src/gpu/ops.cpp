@@ -135,17 +135,17 @@ void Ops::rope(CommandList& cl, BufferRange x, BufferRange pos, int n_rows, int 
     cl.dispatch(pipeline("rope", 3, sizeof push), {x, pos, freq_factors.buffer ? freq_factors : pos}, &push, gx, gy);
 }
 
-void Ops::silu_mul(CommandList& cl, BufferRange gate, BufferRange up, int64_t n) {
-    if (n <= 0) fail("gpu: silu_mul: n %lld", (long long)n);
-    need_bytes(gate, (size_t)n * 4, "silu_mul", "gate");
-    need_bytes(up, (size_t)n * 4, "silu_mul", "up");
+void Ops::act_mul(CommandList& cl, Activation act, BufferRange gate, BufferRange up, int64_t n) {
+    if (n <= 0) fail("gpu: act_mul: n %lld", (long long)n);
+    need_bytes(gate, (size_t)n * 4, "act_mul", "gate");
+    need_bytes(up, (size_t)n * 4, "act_mul", "up");
     struct {
-        uint32_t n, groups_x;
-    } push{(uint32_t)n, 0};
+        uint32_t n, groups_x, act;
+    } push{(uint32_t)n, 0, (uint32_t)act};
     uint32_t gx, gy;
     grid_2d(((uint64_t)n + 255) / 256, &gx, &gy);
     push.groups_x = gx;
-    cl.dispatch(pipeline("silu_mul", 2, sizeof push), {gate, up}, &push, gx, gy);
+    cl.dispatch(pipeline("act_mul", 2, sizeof push), {gate, up}, &push, gx, gy);
 }
 
 void Ops::softmax(CommandList& cl, BufferRange x, int64_t n, int64_t n_rows, int64_t stride, float cap) {

@@ -15,6 +15,8 @@ class CommandList;
 class Device;
 class Pipeline;
 
+enum class Activation { silu = 0, gelu_tanh = 1 };
+
 struct RopeArgs {
     int n_rot = 0;              // rotated dims per head (<= head_dim, even)
     float freq_base = 10000.0f;
@@ -51,8 +53,8 @@ public:
     // freq_factors.buffer == nullptr: none, else n_rot/2 divisors of theta.
     void rope(CommandList& cl, BufferRange x, BufferRange pos, int n_rows, int n_head, int head_dim,
               const RopeArgs& args, BufferRange freq_factors);
-    // gate = silu(gate) * up over n floats.
-    void silu_mul(CommandList& cl, BufferRange gate, BufferRange up, int64_t n);
+    // gate = act(gate) * up over n floats (the gated FFN: SiLU for llama/qwen, GELU-tanh for gemma).
+    void act_mul(CommandList& cl, Activation act, BufferRange gate, BufferRange up, int64_t n);
     // Per row of n (stride apart): cap > 0: x = cap * tanh(x / cap); then softmax in place.
     void softmax(CommandList& cl, BufferRange x, int64_t n, int64_t n_rows, int64_t stride, float cap);
 

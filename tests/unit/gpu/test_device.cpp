@@ -14,7 +14,7 @@ using test::GpuTest;
 TEST(GpuShaders, EveryShaderIsEmbedded) {
     const char* names[] = {"matmul_f32", "matmul_f16", "matmul_bf16", "matmul_q4_0", "matmul_q4_1", "matmul_q5_0",
                            "matmul_q5_1", "matmul_q8_0", "matmul_q4_k", "matmul_q5_k", "matmul_q6_k", "rms_norm",
-                           "rope", "silu_mul", "softmax"};
+                           "rope", "act_mul", "softmax"};
     for (const char* n : names) {
         if (!strncmp(n, "matmul_", 7)) {
             ASSERT_NE(gpu::find_shader((std::string(n) + "_sg").c_str()), nullptr) << n << "_sg";
@@ -79,7 +79,7 @@ TEST_F(GpuTest, RecordedOnceResubmitted) {
     auto g = upload_vec(gate), u = upload_vec(up);
     cl->begin();
     const int t0 = cl->timestamp();
-    ops->silu_mul(*cl, gpu::whole(*g), gpu::whole(*u), n);
+    ops->act_mul(*cl, gpu::Activation::silu, gpu::whole(*g), gpu::whole(*u), n);
     const int t1 = cl->timestamp();
     cl->end();
     for (int round = 0; round < 3; ++round) {

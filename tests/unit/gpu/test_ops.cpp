@@ -1,4 +1,4 @@
-// tests/unit/gpu/test_ops: rms_norm, rope (normal, neox, freq factors, partial rotation), silu_mul and softmax
+// tests/unit/gpu/test_ops: rms_norm, rope (normal, neox, freq factors, partial rotation), act_mul (SiLU, GELU) and softmax
 // (with and without soft-cap) shaders against kernels/ref on random rows of several lengths.
 #include <cmath>
 #include <cstring>
@@ -88,22 +88,28 @@ TEST_F(GpuTest, RopeMatchesReference) {
     }
 }
 
-TEST_F(GpuTest, SiluMulMatchesReference) {
-    for (int64_t n : kLengths) {
-        std::vector<float> gate = random_floats((size_t)n, 3, -8, 8), up = random_floats((size_t)n, 4, -2, 2);
-        auto gb = upload_vec(gate), ub = upload_vec(up);
-        cl->begin();
-        ops->silu_mul(*cl, gpu::whole(*gb), gpu::whole(*ub), n);
-        cl->end();
-        cl->submit_and_wait();
-        const std::vector<float> got = download(*gb, (size_t)n);
-        std::vector<float> want = gate;
-        ref::silu(want.data(), n);
-        for (int64_t i = 0; i < n; ++i) {
-            want[(size_t)i] *= up[(size_t)i];
-            ASSERT_NEAR(got[(size_t)i], want[(size_t)i], 2e-6 * std::fabs(want[(size_t)i]) + 1e-7) << "n " << n;
+TEST_F(GpuTest, GatedActivationsMatchReference) {
+    for (gpu::Activation act : {gpu::Activation::silu, gpu::Activation::gelu_tanh})
+        for (int64_t n : kLengths) {
+            std::vector<float> gate = random_floats((size_t)n, 3, -12, 12), up = random_floats((size_t)n, 4, -2, 2);
+            auto gb = upload_vec(gate), ub = upload_vec(up);
+            cl->begin();
+            ops->act_mul(*cl, act, gpu::whole(*gb), gpu::whole(*ub), n);
+            cl->end();
+            cl->submit_and_wait();
+            const std::vector<float> got = download(*gb, (size_t)n);
+            std::vector<float> want = gate;
+            if (act == gpu::Activation::silu) {
+                ref::silu(want.data(), n);
+            } else {
+                ref::gelu_tanh(want.data(), n);
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                want[(size_t)i] *= up[(size_t)i];
+                ASSERT_NEAR(got[(size_t)i], want[(size_t)i], 4e-6 * std::fabs(want[(size_t)i]) + 1e-6)
+                    << (act == gpu::Activation::silu ? "silu" : "gelu_tanh") << " n " << n << " x " << gate[(size_t)i];
+            }
         }
-    }
 }
 
 TEST_F(GpuTest, SoftmaxMatchesReference) {
