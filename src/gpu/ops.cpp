@@ -115,24 +115,36 @@ void Ops::rms_norm(CommandList& cl, BufferRange x, BufferRange w, BufferRange y,
     cl.dispatch(pipeline("rms_norm", 3, sizeof push), {x, w.buffer ? w : x, y}, &push, (uint32_t)n_rows);
 }
 
-void Ops::rope(CommandList& cl, BufferRange x, BufferRange pos, int n_rows, int n_head, int head_dim,
-               const RopeArgs& a, BufferRange freq_factors) {
+// Same arithmetic as kernels/ops.cpp rope_table and ref::rope (the build keeps both unfused: -ffp-contract=off).
+void Ops::rope_table(const int32_t* pos, int n_rows, const RopeArgs& a, float* cs) {
+    const int half = a.n_rot / 2;
+    const float theta_scale = powf(a.freq_base, -2.0f / (float)a.n_rot);
+    for (int r = 0; r < n_rows; ++r) {
+        float* row = cs + (size_t)r * (size_t)half * 2;  // (half, 2)
+        float theta = (float)pos[r];
+        for (int i = 0; i < half; ++i) {
+            const float ff = a.freq_factors ? a.freq_factors[i] : 1.0f;
+            const float th = a.freq_scale * (theta / ff);
+            row[2 * i] = cosf(th);
+            row[2 * i + 1] = sinf(th);
+            theta *= theta_scale;
+        }
+    }
+}
+
+void Ops::rope(CommandList& cl, BufferRange x, BufferRange cos_sin, int n_rows, int n_head, int head_dim,
+               const RopeArgs& a) {
     if (n_rows <= 0 || n_head <= 0 || a.n_rot <= 0 || a.n_rot % 2 || a.n_rot > head_dim)
         fail("gpu: rope: bad shape %d rows, %d heads, head_dim %d, n_rot %d", n_rows, n_head, head_dim, a.n_rot);
     need_bytes(x, (size_t)n_rows * (size_t)n_head * (size_t)head_dim * 4, "rope", "x");
-    need_bytes(pos, (size_t)n_rows * 4, "rope", "pos");
-    if (freq_factors.buffer) need_bytes(freq_factors, (size_t)(a.n_rot / 2) * 4, "rope", "freq_factors");
+    need_bytes(cos_sin, (size_t)n_rows * (size_t)a.n_rot * 4, "rope", "cos_sin");
     struct {
-        uint32_t n_rows, n_head, head_dim, n_rot;
-        float theta_scale, freq_scale;
-        uint32_t neox, has_factors, groups_x;
-    } push{(uint32_t)n_rows, (uint32_t)n_head, (uint32_t)head_dim, (uint32_t)a.n_rot,
-           powf(a.freq_base, -2.0f / (float)a.n_rot), a.freq_scale, a.neox ? 1u : 0u,
-           freq_factors.buffer ? 1u : 0u, 0};
+        uint32_t n_rows, n_head, head_dim, n_rot, neox, groups_x;
+    } push{(uint32_t)n_rows, (uint32_t)n_head, (uint32_t)head_dim, (uint32_t)a.n_rot, a.neox ? 1u : 0u, 0};
     uint32_t gx, gy;
     grid_2d(((uint64_t)n_rows * (uint64_t)n_head * (uint64_t)(a.n_rot / 2) + 63) / 64, &gx, &gy);
     push.groups_x = gx;
-    cl.dispatch(pipeline("rope", 3, sizeof push), {x, pos, freq_factors.buffer ? freq_factors : pos}, &push, gx, gy);
+    cl.dispatch(pipeline("rope", 2, sizeof push), {x, cos_sin}, &push, gx, gy);
 }
 
 void Ops::act_mul(CommandList& cl, Activation act, BufferRange gate, BufferRange up, int64_t n) {

@@ -22,6 +22,7 @@ struct RopeArgs {
     float freq_base = 10000.0f;
     float freq_scale = 1.0f;    // linear scaling: position multiplied by this
     bool neox = false;          // false: pairs (2i, 2i+1); true: pairs (i, i + n_rot/2)
+    const float* freq_factors = nullptr;  // host memory: n_rot/2 divisors of theta (rope_freqs), or none
 };
 
 class Ops {
@@ -49,10 +50,14 @@ public:
     // y = x / sqrt(mean(x²) + eps) * w per row of n (w.buffer == nullptr: no scale); y may be x.
     void rms_norm(CommandList& cl, BufferRange x, BufferRange w, BufferRange y, int64_t n, int64_t n_rows,
                   int64_t stride, float eps);
-    // Rotates x (n_rows, n_head, head_dim) in place, row r at position pos[r] (int32);
-    // freq_factors.buffer == nullptr: none, else n_rot/2 divisors of theta.
-    void rope(CommandList& cl, BufferRange x, BufferRange pos, int n_rows, int n_head, int head_dim,
-              const RopeArgs& args, BufferRange freq_factors);
+    // The cos/sin table rope() reads, on the host: cs (n_rows, n_rot/2, 2) = cos, sin of pair i at pos[r],
+    // the same floats as kernels/ rope (same angles, same libm cosf/sinf). note: one table per batch of
+    // positions serves q and k of every layer; angles reach thousands of radians, where the device's
+    // division and sin/cos are off by ~1e-5 (NVIDIA), so they are not computed in the shader.
+    static void rope_table(const int32_t* pos, int n_rows, const RopeArgs& args, float* cs);
+    // Rotates x (n_rows, n_head, head_dim) in place, row r by row r of cos_sin (rope_table of the positions).
+    void rope(CommandList& cl, BufferRange x, BufferRange cos_sin, int n_rows, int n_head, int head_dim,
+              const RopeArgs& args);
     // gate = act(gate) * up over n floats (the gated FFN: SiLU for llama/qwen, GELU-tanh for gemma).
     void act_mul(CommandList& cl, Activation act, BufferRange gate, BufferRange up, int64_t n);
     // Per row of n (stride apart): cap > 0: x = cap * tanh(x / cap); then softmax in place.
