@@ -18,27 +18,47 @@
 
 namespace bee::test {
 
+// The test binary's one device: opened on first use, closed by GpuDeviceRelease::TearDown.
+struct SharedDevice {
+    std::unique_ptr<gpu::Device> dev;
+    std::string reason;  // why dev is null
+    bool tried = false;
+};
+// note: never destroyed (a leaked pointer, no static destructor): the device goes in TearDown below, while
+// main is still running. Left to exit, its destructor ran after the driver's own exit handlers (registered
+// when the loader opened the driver, after this static) and test_gpu crashed at exit on NVIDIA's driver.
+inline SharedDevice& shared_device_state() {
+    static SharedDevice* s = new SharedDevice;
+    return *s;
+}
+
 // The device of BEE_GPU_DEVICE (index or name part; default: the best one), opened once per process, or
 // nullptr with the reason in *why when there is no Vulkan driver or device.
 inline gpu::Device* shared_device(std::string* why) {
-    static std::unique_ptr<gpu::Device> dev;
-    static std::string reason;
-    static bool tried = false;
-    if (!tried) {
-        tried = true;
+    SharedDevice& s = shared_device_state();
+    if (!s.tried) {
+        s.tried = true;
         const char* sel = getenv("BEE_GPU_DEVICE");
         try {
-            dev = std::make_unique<gpu::Device>(sel ? sel : "");
-            const gpu::DeviceInfo& i = dev->info();
+            s.dev = std::make_unique<gpu::Device>(sel ? sel : "");
+            const gpu::DeviceInfo& i = s.dev->info();
             fprintf(stderr, "[ gpu      ] device %d: %s (%s, %s, subgroup size %u%s)\n", i.index, i.name.c_str(),
                     i.type.c_str(), i.driver.c_str(), i.subgroup_size, i.subgroup_arithmetic ? ", arithmetic" : "");
         } catch (const Error& e) {
-            reason = e.what();
+            s.reason = e.what();
         }
     }
-    if (why) *why = reason;
-    return dev.get();
+    if (why) *why = s.reason;
+    return s.dev.get();
 }
+
+// Closes the shared device (and with it the instance) after the last test, inside RUN_ALL_TESTS: every
+// buffer, pipeline and command list of a test is gone by then (the fixture owns them).
+class GpuDeviceRelease : public ::testing::Environment {
+public:
+    void TearDown() override { shared_device_state().dev.reset(); }
+};
+inline ::testing::Environment* const kGpuDeviceRelease = ::testing::AddGlobalTestEnvironment(new GpuDeviceRelease);
 
 // A test fixture whose tests skip, saying why, when no Vulkan device can be opened.
 class GpuTest : public ::testing::Test {
