@@ -12,5 +12,6 @@ int cmd_bench(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
+int cmd_devices(int argc, char** argv);  // also `bee --list-devices`
 
 }  // namespace bee

@@ -22,6 +22,7 @@ const Command kCommands[] = {
     {"quantize", bee::cmd_quantize, "convert a GGUF model's weights: bee quantize IN OUT TYPE"},
     {"bench", bee::cmd_bench, "measure pp/tg speed like llama-bench, or memory bandwidth (--bandwidth)"},
     {"perplexity", bee::cmd_perplexity, "perplexity over a text file, KL divergence against a base run"},
+    {"devices", bee::cmd_devices, "list the Vulkan devices (also: bee --list-devices)"},
 };
 
 void usage(FILE* out) {
@@ -37,8 +38,9 @@ int main(int argc, char** argv) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    const char* name = strcmp(argv[1], "--list-devices") ? argv[1] : "devices";  // llama.cpp's flag
     for (const Command& c : kCommands) {
-        if (strcmp(argv[1], c.name) != 0) continue;
+        if (strcmp(name, c.name) != 0) continue;
         try {
             return c.fn(argc - 2, argv + 2);
         } catch (const std::exception& e) {  // last resort: never die with an uncaught exception

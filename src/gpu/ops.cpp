@@ -1,0 +1,175 @@
+// gpu/ops: shape checks, push constants and workgroup grids of the compute shaders.
+#include "gpu/ops.h"
+
+#include <cmath>
+
+#include "base/error.h"
+#include "gpu/command_list.h"
+#include "gpu/device.h"
+#include "gpu/pipeline.h"
+
+namespace bee::gpu {
+
+namespace {
+
+// Matmul shader per weight type (gpu/shaders/matmul_<type>.comp).
+const char* matmul_shader(GgmlType t) {
+    switch (t) {
+        case GgmlType::F32: return "matmul_f32";
+        case GgmlType::F16: return "matmul_f16";
+        case GgmlType::BF16: return "matmul_bf16";
+        case GgmlType::Q4_0: return "matmul_q4_0";
+        case GgmlType::Q4_1: return "matmul_q4_1";
+        case GgmlType::Q5_0: return "matmul_q5_0";
+        case GgmlType::Q5_1: return "matmul_q5_1";
+        case GgmlType::Q8_0: return "matmul_q8_0";
+        case GgmlType::Q4_K: return "matmul_q4_k";
+        case GgmlType::Q5_K: return "matmul_q5_k";
+        case GgmlType::Q6_K: return "matmul_q6_k";
+        default: return nullptr;
+    }
+}
+
+// Bytes a binding can see from its offset.
+size_t range_bytes(const BufferRange& r) { return r.size ? r.size : r.buffer->size() - r.offset; }
+
+void need_bytes(const BufferRange& r, size_t bytes, const char* op, const char* what) {
+    if (!r.buffer) fail("gpu: %s: no %s buffer", op, what);
+    if (r.offset > r.buffer->size() || range_bytes(r) < bytes)
+        fail("gpu: %s: %s needs %zu bytes, its range has %zu", op, what, bytes,
+             r.offset > r.buffer->size() ? (size_t)0 : range_bytes(r));
+}
+
+// A 1-D count of workgroups as an x * y grid within the 65535 per-dimension minimum limit.
+void grid_2d(uint64_t groups, uint32_t* gx, uint32_t* gy) {
+    *gx = (uint32_t)(groups < 32768 ? groups : 32768);
+    *gy = *gx ? (uint32_t)((groups + *gx - 1) / *gx) : 0;
+    if (*gy > 65535) fail("gpu: %llu workgroups is too many for one dispatch", (unsigned long long)groups);
+}
+
+}  // namespace
+
+Ops::Ops(Device& dev) : dev_(dev), subgroups_(dev.info().subgroup_arithmetic) {}
+
+bool Ops::set_subgroups(bool on) {
+    subgroups_ = on && dev_.info().subgroup_arithmetic;
+    return subgroups_;
+}
+Ops::~Ops() = default;
+
+bool Ops::supports_matmul(GgmlType t) { return matmul_shader(t) != nullptr; }
+
+Pipeline& Ops::pipeline(const char* name, int n_buffers, uint32_t push_bytes) {
+    std::unique_ptr<Pipeline>& p = pipelines_[name];
+    if (!p) p = std::make_unique<Pipeline>(dev_, name, n_buffers, push_bytes);
+    return *p;
+}
+
+void Ops::matmul(CommandList& cl, GgmlType wtype, BufferRange w, int64_t n_out, int64_t n_in, BufferRange x,
+                 int64_t x_stride, int64_t n_tok, BufferRange y, int64_t y_stride) {
+    const char* shader = matmul_shader(wtype);
+    if (!shader) fail("gpu: matmul: no shader for weight type %s", ggml_type_name(wtype));
+    const GgmlTypeInfo ti = ggml_type_info(wtype);
+    if (n_out <= 0 || n_in <= 0 || n_tok <= 0) fail("gpu: matmul: empty shape %lld x %lld, %lld rows",
+                                                    (long long)n_out, (long long)n_in, (long long)n_tok);
+    if (n_in % ti.block_size) fail("gpu: matmul: n_in %lld is not a multiple of %s's block of %lld",
+                                   (long long)n_in, ti.name, (long long)ti.block_size);
+    if (x_stride % 32 || x_stride < n_in) fail("gpu: matmul: x_stride %lld must be a multiple of 32 >= n_in %lld",
+                                               (long long)x_stride, (long long)n_in);
+    if (y_stride < n_out) fail("gpu: matmul: y_stride %lld < n_out %lld", (long long)y_stride, (long long)n_out);
+    const size_t w_bytes = (size_t)n_out * (size_t)n_in / (size_t)ti.block_size * ti.type_size;
+    if (w_bytes + 4 > 0xFFFFFFFFull || (uint64_t)n_tok * (uint64_t)x_stride > 0xFFFFFFFFull ||
+        (uint64_t)n_tok * (uint64_t)y_stride > 0xFFFFFFFFull)
+        fail("gpu: matmul: %zu weight bytes or %lld rows of %lld / %lld floats past 32-bit offsets", w_bytes,
+             (long long)n_tok, (long long)x_stride, (long long)y_stride);
+    need_bytes(w, w_bytes + 4, "matmul", "W (plus 4 bytes of slack)");
+    need_bytes(x, (size_t)n_tok * (size_t)x_stride * 4, "matmul", "X");
+    need_bytes(y, ((size_t)(n_tok - 1) * (size_t)y_stride + (size_t)n_out) * 4, "matmul", "Y");
+
+    struct {
+        uint32_t n_out, n_in, n_tok, x_stride, y_stride, row_groups;
+    } push{(uint32_t)n_out, (uint32_t)n_in, (uint32_t)n_tok, (uint32_t)x_stride, (uint32_t)y_stride, 0};
+    uint32_t gx, gy;
+    grid_2d((uint64_t)n_out, &gx, &gy);
+    push.row_groups = gx;
+    const uint64_t gz = ((uint64_t)n_tok + 7) / 8;  // 8 X rows per workgroup (matmul_main.glsl TOK)
+    if (gz > 65535) fail("gpu: matmul: %lld X rows is too many for one dispatch", (long long)n_tok);
+    const std::string name = std::string(shader) + (subgroups_ ? "_sg" : "");
+    cl.dispatch(pipeline(name.c_str(), 3, sizeof push), {w, x, y}, &push, gx, gy, (uint32_t)gz);
+}
+
+void Ops::rms_norm(CommandList& cl, BufferRange x, BufferRange w, BufferRange y, int64_t n, int64_t n_rows,
+                   int64_t stride, float eps) {
+    if (n <= 0 || n_rows <= 0 || stride < n) fail("gpu: rms_norm: bad shape n %lld, %lld rows, stride %lld",
+                                                  (long long)n, (long long)n_rows, (long long)stride);
+    const size_t bytes = ((size_t)(n_rows - 1) * (size_t)stride + (size_t)n) * 4;
+    need_bytes(x, bytes, "rms_norm", "x");
+    need_bytes(y, bytes, "rms_norm", "y");
+    if (w.buffer) need_bytes(w, (size_t)n * 4, "rms_norm", "w");
+    struct {
+        uint32_t n, stride;
+        float eps;
+        uint32_t has_w;
+    } push{(uint32_t)n, (uint32_t)stride, eps, w.buffer ? 1u : 0u};
+    if (n_rows > 65535) fail("gpu: rms_norm: %lld rows is too many for one dispatch", (long long)n_rows);
+    cl.dispatch(pipeline("rms_norm", 3, sizeof push), {x, w.buffer ? w : x, y}, &push, (uint32_t)n_rows);
+}
+
+// Same arithmetic as kernels/ops.cpp rope_table and ref::rope (the build keeps both unfused: -ffp-contract=off).
+void Ops::rope_table(const int32_t* pos, int n_rows, const RopeArgs& a, float* cs) {
+    const int half = a.n_rot / 2;
+    const float theta_scale = powf(a.freq_base, -2.0f / (float)a.n_rot);
+    for (int r = 0; r < n_rows; ++r) {
+        float* row = cs + (size_t)r * (size_t)half * 2;  // (half, 2)
+        float theta = (float)pos[r];
+        for (int i = 0; i < half; ++i) {
+            const float ff = a.freq_factors ? a.freq_factors[i] : 1.0f;
+            const float th = a.freq_scale * (theta / ff);
+            row[2 * i] = cosf(th);
+            row[2 * i + 1] = sinf(th);
+            theta *= theta_scale;
+        }
+    }
+}
+
+void Ops::rope(CommandList& cl, BufferRange x, BufferRange cos_sin, int n_rows, int n_head, int head_dim,
+               const RopeArgs& a) {
+    if (n_rows <= 0 || n_head <= 0 || a.n_rot <= 0 || a.n_rot % 2 || a.n_rot > head_dim)
+        fail("gpu: rope: bad shape %d rows, %d heads, head_dim %d, n_rot %d", n_rows, n_head, head_dim, a.n_rot);
+    need_bytes(x, (size_t)n_rows * (size_t)n_head * (size_t)head_dim * 4, "rope", "x");
+    need_bytes(cos_sin, (size_t)n_rows * (size_t)a.n_rot * 4, "rope", "cos_sin");
+    struct {
+        uint32_t n_rows, n_head, head_dim, n_rot, neox, groups_x;
+    } push{(uint32_t)n_rows, (uint32_t)n_head, (uint32_t)head_dim, (uint32_t)a.n_rot, a.neox ? 1u : 0u, 0};
+    uint32_t gx, gy;
+    grid_2d(((uint64_t)n_rows * (uint64_t)n_head * (uint64_t)(a.n_rot / 2) + 63) / 64, &gx, &gy);
+    push.groups_x = gx;
+    cl.dispatch(pipeline("rope", 2, sizeof push), {x, cos_sin}, &push, gx, gy);
+}
+
+void Ops::act_mul(CommandList& cl, Activation act, BufferRange gate, BufferRange up, int64_t n) {
+    if (n <= 0) fail("gpu: act_mul: n %lld", (long long)n);
+    need_bytes(gate, (size_t)n * 4, "act_mul", "gate");
+    need_bytes(up, (size_t)n * 4, "act_mul", "up");
+    struct {
+        uint32_t n, groups_x, act;
+    } push{(uint32_t)n, 0, (uint32_t)act};
+    uint32_t gx, gy;
+    grid_2d(((uint64_t)n + 255) / 256, &gx, &gy);
+    push.groups_x = gx;
+    cl.dispatch(pipeline("act_mul", 2, sizeof push), {gate, up}, &push, gx, gy);
+}
+
+void Ops::softmax(CommandList& cl, BufferRange x, int64_t n, int64_t n_rows, int64_t stride, float cap) {
+    if (n <= 0 || n_rows <= 0 || stride < n) fail("gpu: softmax: bad shape n %lld, %lld rows, stride %lld",
+                                                  (long long)n, (long long)n_rows, (long long)stride);
+    if (n_rows > 65535) fail("gpu: softmax: %lld rows is too many for one dispatch", (long long)n_rows);
+    need_bytes(x, ((size_t)(n_rows - 1) * (size_t)stride + (size_t)n) * 4, "softmax", "x");
+    struct {
+        uint32_t n, stride;
+        float cap;
+    } push{(uint32_t)n, (uint32_t)stride, cap};
+    cl.dispatch(pipeline("softmax", 1, sizeof push), {x}, &push, (uint32_t)n_rows);
+}
+
+}  // namespace bee::gpu
