@@ -18,6 +18,8 @@ namespace {
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // inclusive code point ranges, sorted, disjoint
 
 constexpr uint32_t kMaxCp = 0x10FFFF;
+// Groups inside groups: each level may become three GBNF groups, well inside kGrammarMaxNesting.
+constexpr size_t kMaxRegexNesting = 64;
 
 Ranges normalize(Ranges r) {
     std::sort(r.begin(), r.end());
@@ -195,6 +197,10 @@ private:
         pos_++;
         switch (c) {
             case '(': {
+                if (++depth_ > kMaxRegexNesting) {
+                    pos_--;
+                    error(strfmt("groups nested deeper than %zu (the nesting limit)", kMaxRegexNesting));
+                }
                 if (more() && peek() == '?') {
                     if (pos_ + 1 < cp_.size() && cp_[pos_ + 1] == ':') pos_ += 2;
                     else error("a lookaround or named group '(?'");
@@ -202,6 +208,7 @@ private:
                 const std::string inner = alternation();
                 if (!more() || peek() != ')') error("an unclosed '('");
                 pos_++;
+                depth_--;
                 return "( " + inner + " )";
             }
             case '[': return set_expr(char_class());
@@ -300,6 +307,7 @@ private:
     const std::string& path_;
     std::vector<uint32_t> cp_;
     size_t pos_ = 0;
+    size_t depth_ = 0;  // groups open at pos_
 };
 
 }  // namespace
