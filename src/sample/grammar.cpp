@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <set>
+#include <unordered_set>
 
 #include "base/error.h"
 
@@ -44,8 +44,15 @@ bool GrammarElem::matches(uint32_t cp) const {
 // item repeated inside a nullable repetition) are expanded once instead of once per path.
 struct GrammarMatcher::Budget {
     static constexpr size_t kMemoAfter = 256;
+    struct Hash {
+        size_t operator()(const Stack& st) const {
+            uint64_t h = 1469598103934665603ull;  // FNV-1a over the element indices
+            for (uint32_t e : st) h = (h ^ e) * 1099511628211ull;
+            return (size_t)h;
+        }
+    };
     size_t work = 0;
-    std::set<Stack> seen;
+    std::unordered_set<Stack, Hash> seen;
     bool spend(size_t n) { return (work += n) <= kGrammarMaxStepWork; }
 };
 
@@ -116,11 +123,14 @@ bool GrammarMatcher::step(const std::vector<Stack>& in, uint32_t cp, std::vector
     Budget b;
     for (const Stack& st : in) {
         if (st.empty() || !g_->elems[st.back()].matches(cp)) continue;
-        if (!b.spend(st.size())) return false;
         Stack moved = st;
         moved.back()++;
-        if (!expand(std::move(moved), out, b)) return false;
+        if (!b.spend(st.size()) || !expand(std::move(moved), out, b)) {
+            work_done_ += b.work;
+            return false;
+        }
     }
+    work_done_ += b.work;
     if (out.empty()) return false;
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
@@ -130,6 +140,7 @@ bool GrammarMatcher::step(const std::vector<Stack>& in, uint32_t cp, std::vector
 // Installs new stacks (taking them from `stacks`) and the ASCII characters they can take next.
 void GrammarMatcher::set_stacks(std::vector<Stack>& stacks) {
     stacks_.swap(stacks);
+    refused_first_.clear();
     ascii_next_[0] = ascii_next_[1] = 0;
     for (const Stack& st : stacks_) {
         if (st.empty()) continue;
@@ -171,7 +182,12 @@ bool GrammarMatcher::advance(std::string_view bytes, std::vector<Stack>& stacks,
         if (left > 0) continue;
         // Overlong forms (0xC1 0xB2 for 'r'), surrogates and values past U+10FFFF are not characters.
         if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        if (!step(moved ? stacks : stacks_, cp, next)) return false;
+        if (!moved && refused_first_.count(cp)) return false;
+        if (!step(moved ? stacks : stacks_, cp, next)) {
+            // note: remembered, so that a vocabulary scan pays a first character over budget only once.
+            if (!moved) refused_first_.insert(cp);
+            return false;
+        }
         stacks.swap(next);
         moved = true;
     }
@@ -307,6 +323,7 @@ bool GrammarConstraint::mask(const Sampler& s, const float* logits) {
         return any;
     }
     std::fill(masked_.begin(), masked_.end(), kOff);
+    const size_t work0 = m_.work_done();
     order_.resize(n);
     for (size_t i = 0; i < n; i++) order_[i] = (int32_t)i;
     auto higher = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
@@ -317,7 +334,7 @@ bool GrammarConstraint::mask(const Sampler& s, const float* logits) {
         const auto first = order_.begin() + (std::ptrdiff_t)done, last = order_.begin() + (std::ptrdiff_t)next;
         std::nth_element(first, last - 1, order_.end(), higher);  // note: O(n) per round, then sort the chunk
         std::sort(first, last, higher);
-        for (size_t i = done; i < next && found < want; i++) {
+        for (size_t i = done; i < next && found < want && m_.work_done() - work0 <= kGrammarMaxScanWork; i++) {
             const int32_t id = order_[i];
             if (allowed(id)) {
                 masked_[id] = logits[id];
@@ -340,14 +357,16 @@ bool GrammarConstraint::mask(const Sampler& s, const float* logits) {
 }
 
 // allowed() for every token, cached per matcher state (at most 32 states kept: a grammar's repeating
-// states are few, and each verdict is n_vocab bytes).
+// states are few, and each verdict is n_vocab bytes). Past kGrammarMaxScanWork the rest count as not
+// allowed: a grammar whose every token costs a whole step budget cannot stall the slot for minutes.
 const std::vector<uint8_t>& GrammarConstraint::allowed_all() {
     std::vector<uint32_t> key = m_.state_key();
     auto it = verdicts_.find(key);
     if (it != verdicts_.end()) return it->second;
     if (verdicts_.size() >= 32) verdicts_.clear();
     std::vector<uint8_t> ok(vocab_->text.size());
-    for (size_t i = 0; i < ok.size(); i++) ok[i] = allowed((int32_t)i) ? 1 : 0;
+    const size_t work0 = m_.work_done();
+    for (size_t i = 0; i < ok.size() && m_.work_done() - work0 <= kGrammarMaxScanWork; i++) ok[i] = allowed((int32_t)i) ? 1 : 0;
     return verdicts_.emplace(std::move(key), std::move(ok)).first->second;
 }
 

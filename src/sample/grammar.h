@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,7 +29,8 @@ constexpr uint32_t kGrammarMaxTokenId = 0xFFFFFF;
 constexpr uint32_t kGrammarMaxNesting = 512;      // groups ( ... ) inside groups, in one rule
 constexpr size_t kGrammarMaxSymbols = 1u << 19;   // elements once groups and {m,n} are expanded
 constexpr size_t kGrammarMaxStacks = 4096;        // live matcher stacks (parses still open) after a character
-constexpr size_t kGrammarMaxStepWork = 1u << 20;  // stack elements visited or copied to take one character
+constexpr size_t kGrammarMaxStepWork = 1u << 18;  // stack elements visited or copied to take one character
+constexpr size_t kGrammarMaxScanWork = 1u << 25;  // the same, for all tokens checked to sample one token
 
 // One element of a rule alternative. Literals become one `chars` element per code point.
 struct GrammarElem {
@@ -78,6 +80,8 @@ public:
     bool can_end() const;
     // Identifies the state: equal keys allow exactly the same continuations (the stacks, flattened).
     std::vector<uint32_t> state_key() const;
+    // Step work spent so far by this matcher (accepted or only checked text), for callers' budgets.
+    size_t work_done() const { return work_done_; }
 
 private:
     using Stack = std::vector<uint32_t>;  // element indices; the back is the next element to match
@@ -92,6 +96,8 @@ private:
     std::shared_ptr<const Grammar> g_;
     std::vector<Stack> stacks_;  // every top is a `chars` element, or the stack is empty (complete)
     uint64_t ascii_next_[2] = {};  // bit c: some stack takes ASCII character c next (quick_reject's test)
+    mutable size_t work_done_ = 0;
+    mutable std::set<uint32_t> refused_first_;  // code points no stack can take next (within the budgets)
     uint32_t partial_cp_ = 0;    // bits of a character whose UTF-8 bytes are not all seen yet
     int partial_left_ = 0;       // continuation bytes still expected
     uint32_t partial_min_ = 0;   // smallest code point its length may encode (shorter forms are overlong)
