@@ -58,7 +58,7 @@ $(SYNTH)-f16.gguf: | build
 $(SYNTH)-%.gguf: $(SYNTH)-f16.gguf
 	./$(BUILD)/bee quantize $< $@ $*
 
-# New inputs the fuzzer finds go to build-fuzz/corpus-gguf; tests/data/tiny_fuzz_corpus keeps only the checked-in seeds.
+# New inputs the fuzzers find go to build-fuzz/corpus-<name>; tests/data/tiny_fuzz_corpus keeps only the checked-in seeds.
 fuzz:
 	CXX=clang++ CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DBEE_FUZZ=ON -DBEE_SANITIZE=ON
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_gguf
@@ -70,6 +70,9 @@ fuzz:
 	cmake --build build-fuzz -j $(JOBS) --target fuzz_server
 	mkdir -p build-fuzz/corpus-server
 	./build-fuzz/tests/fuzz_server -max_total_time=60 -timeout=30 -rss_limit_mb=4096 build-fuzz/corpus-server tests/data/tiny_fuzz_corpus/server
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_sample_gbnf fuzz_sample_schema fuzz_sample_regex
+	for t in gbnf schema regex; do mkdir -p build-fuzz/corpus-$$t && ./build-fuzz/tests/fuzz_sample_$$t -max_total_time=60 \
+	  -timeout=10 -dict=tests/fuzz/$$t.dict build-fuzz/corpus-$$t tests/data/tiny_fuzz_corpus/$$t || exit 1; done
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cpp' 'src/*.h' 'tests/*.cpp')

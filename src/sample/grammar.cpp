@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_set>
 
 #include "base/error.h"
 
@@ -38,75 +39,136 @@ bool GrammarElem::matches(uint32_t cp) const {
     return in;
 }
 
+// The work of taking one character (or of the grammar's start), against kGrammarMaxStepWork. note: past
+// kMemoAfter units the expansion remembers each state it branched from, so paths that converge (a nullable
+// item repeated inside a nullable repetition) are expanded once instead of once per path.
+struct GrammarMatcher::Budget {
+    static constexpr size_t kMemoAfter = 256;
+    struct Hash {
+        size_t operator()(const Stack& st) const {
+            uint64_t h = 1469598103934665603ull;  // FNV-1a over the element indices
+            for (uint32_t e : st) h = (h ^ e) * 1099511628211ull;
+            return (size_t)h;
+        }
+    };
+    size_t work = 0;
+    std::unordered_set<Stack, Hash> seen;
+    bool spend(size_t n) { return (work += n) <= kGrammarMaxStepWork; }
+};
+
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g) : g_(std::move(g)) {
-    for (uint32_t alt : g_->rules[g_->root]) expand(Stack{alt}, stacks_);
-    std::sort(stacks_.begin(), stacks_.end());
-    stacks_.erase(std::unique(stacks_.begin(), stacks_.end()), stacks_.end());
+    Budget b;
+    for (uint32_t alt : g_->rules[g_->root]) {
+        if (!expand(Stack{alt}, stacks_, b))
+            fail("grammar: reaching its first characters takes more than %zu steps (the matcher's step-work budget); "
+                 "make it less ambiguous and shallower: avoid optional repetitions nested in repetitions, e.g. "
+                 "(\"a\"{0,9}){0,9}, and long chains of rules that each start with the next",
+                 kGrammarMaxStepWork);
+    }
+    std::vector<Stack> start;
+    start.swap(stacks_);
+    std::sort(start.begin(), start.end());
+    start.erase(std::unique(start.begin(), start.end()), start.end());
+    set_stacks(start);
+    if (stacks_.size() > kGrammarMaxStacks)
+        fail("grammar: its start can be parsed %zu ways at once, above the matcher's budget of %zu live stacks; "
+             "use fewer alternatives at one point (e.g. a shared prefix factored out) and avoid nesting optional "
+             "repetitions",
+             stacks_.size(), kGrammarMaxStacks);
 }
 
 // Moves a stack forward until its top is a code point set (or it is empty: the grammar is complete),
-// branching on every alternative of a referenced rule. note: a reference followed by the end of its
-// alternative is replaced rather than stacked (tail call), so right recursion (`x*`) keeps stacks flat.
-void GrammarMatcher::expand(Stack st, std::vector<Stack>& out) const {
-    for (;;) {
-        if (st.empty()) {
-            out.push_back(std::move(st));
-            return;
+// branching on every alternative of a referenced rule; false when the budget runs out. note: a reference
+// followed by the end of its alternative is replaced rather than stacked (tail call), so right recursion
+// (`x*`) keeps stacks flat; branches wait on an explicit list, so deep grammars cannot exhaust the C++ stack.
+bool GrammarMatcher::expand(Stack first, std::vector<Stack>& out, Budget& b) const {
+    std::vector<Stack> todo;
+    todo.push_back(std::move(first));
+    while (!todo.empty()) {
+        Stack st = std::move(todo.back());
+        todo.pop_back();
+        for (;;) {
+            if (!b.spend(1)) return false;
+            if (st.empty() || g_->elems[st.back()].kind == GrammarElem::chars) {
+                out.push_back(std::move(st));
+                break;
+            }
+            const GrammarElem& e = g_->elems[st.back()];
+            if (e.kind == GrammarElem::end) {
+                st.pop_back();
+                continue;
+            }
+            const std::vector<uint32_t>& alts = g_->rules[e.rule_id];
+            if (alts.size() > 1 && b.work > Budget::kMemoAfter) {
+                if (!b.spend(st.size())) return false;
+                if (!b.seen.insert(st).second) break;  // this state was expanded already in this step
+            }
+            const uint32_t next = st.back() + 1;
+            if (g_->elems[next].kind == GrammarElem::end) st.pop_back();
+            else st.back() = next;
+            for (size_t i = 0; i + 1 < alts.size(); i++) {
+                if (!b.spend(st.size() + 1)) return false;
+                todo.push_back(st);
+                todo.back().push_back(alts[i]);
+            }
+            st.push_back(alts.back());
         }
-        const GrammarElem& e = g_->elems[st.back()];
-        if (e.kind == GrammarElem::chars) {
-            out.push_back(std::move(st));
-            return;
-        }
-        if (e.kind == GrammarElem::end) {
-            st.pop_back();
-            continue;
-        }
-        const uint32_t next = st.back() + 1;
-        if (g_->elems[next].kind == GrammarElem::end) st.pop_back();
-        else st.back() = next;
-        const std::vector<uint32_t>& alts = g_->rules[e.rule_id];
-        for (size_t i = 0; i + 1 < alts.size(); i++) {
-            Stack branch = st;
-            branch.push_back(alts[i]);
-            expand(std::move(branch), out);
-        }
-        st.push_back(alts.back());
     }
+    return true;
 }
 
-// Advances every stack by one code point; false if none can take it (stacks unchanged then).
-bool GrammarMatcher::step(std::vector<Stack>& stacks, uint32_t cp) const {
-    std::vector<Stack> next;
-    for (const Stack& st : stacks) {
+// `out` = every stack of `in` advanced by one code point; false if none can take it or a budget runs out.
+bool GrammarMatcher::step(const std::vector<Stack>& in, uint32_t cp, std::vector<Stack>& out) const {
+    out.clear();
+    Budget b;
+    for (const Stack& st : in) {
         if (st.empty() || !g_->elems[st.back()].matches(cp)) continue;
         Stack moved = st;
         moved.back()++;
-        expand(std::move(moved), next);
+        if (!b.spend(st.size()) || !expand(std::move(moved), out, b)) {
+            work_done_ += b.work;
+            return false;
+        }
     }
-    if (next.empty()) return false;
-    std::sort(next.begin(), next.end());
-    next.erase(std::unique(next.begin(), next.end()), next.end());
-    stacks.swap(next);
-    return true;
+    work_done_ += b.work;
+    if (out.empty()) return false;
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out.size() <= kGrammarMaxStacks;
 }
 
-// Fast path for the vocabulary scan: most tokens fail on their first character, checked without
-// copying any stack.
+// Installs new stacks (taking them from `stacks`) and the ASCII characters they can take next.
+void GrammarMatcher::set_stacks(std::vector<Stack>& stacks) {
+    stacks_.swap(stacks);
+    refused_first_.clear();
+    ascii_next_[0] = ascii_next_[1] = 0;
+    for (const Stack& st : stacks_) {
+        if (st.empty()) continue;
+        const GrammarElem& e = g_->elems[st.back()];
+        uint64_t bits[2] = {0, 0};
+        for (const auto& [lo, hi] : e.ranges)
+            for (uint32_t c = lo; c <= std::min<uint32_t>(hi, 127); c++) bits[c >> 6] |= 1ull << (c & 63);
+        ascii_next_[0] |= e.negated ? ~bits[0] : bits[0];
+        ascii_next_[1] |= e.negated ? ~bits[1] : bits[1];
+    }
+}
+
+// Fast path for the vocabulary scan: most tokens fail on their first character, checked in one bit
+// test whatever the number of stacks.
 bool GrammarMatcher::quick_reject(std::string_view bytes) const {
     if (partial_left_ > 0 || bytes.empty()) return false;
-    uint32_t cp;
-    const int n = utf8_lead((unsigned char)bytes[0], &cp);
-    if (n != 0) return false;  // multi-byte first characters take the full path
-    for (const Stack& st : stacks_)
-        if (!st.empty() && g_->elems[st.back()].matches(cp)) return false;
-    return true;
+    const unsigned char c = (unsigned char)bytes[0];
+    if (c >= 0x80) return false;  // multi-byte first characters take the full path
+    return !((ascii_next_[c >> 6] >> (c & 63)) & 1);
 }
 
-bool GrammarMatcher::accept(std::string_view bytes) {
-    std::vector<Stack> stacks = stacks_;
-    uint32_t cp = partial_cp_, min = partial_min_;
-    int left = partial_left_;
+// Takes `bytes` from the current state: `stacks` gets the new stacks (`moved` false: no character was
+// completed, the stacks are still stacks_), cp/min/left the partial-character state. The state itself is
+// not changed, so a rejected text costs no copy of the stacks.
+bool GrammarMatcher::advance(std::string_view bytes, std::vector<Stack>& stacks, bool& moved, uint32_t& cp,
+                             uint32_t& min, int& left) const {
+    std::vector<Stack> next;
+    moved = false;
     for (unsigned char c : bytes) {
         if (left > 0) {
             if ((c & 0xc0) != 0x80) return false;
@@ -120,7 +182,14 @@ bool GrammarMatcher::accept(std::string_view bytes) {
         if (left > 0) continue;
         // Overlong forms (0xC1 0xB2 for 'r'), surrogates and values past U+10FFFF are not characters.
         if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        if (!step(stacks, cp)) return false;
+        if (!moved && refused_first_.count(cp)) return false;
+        if (!step(moved ? stacks : stacks_, cp, next)) {
+            // note: remembered, so that a vocabulary scan pays a first character over budget only once.
+            if (!moved) refused_first_.insert(cp);
+            return false;
+        }
+        stacks.swap(next);
+        moved = true;
     }
     if (left > 0) {  // ends inside a character: some stack must take a code point with these leading bits
         // note: hi is capped at U+10FFFF, else a lead byte such as 0xF4 would reach the whole-token code
@@ -129,7 +198,7 @@ bool GrammarMatcher::accept(std::string_view bytes) {
         const uint32_t hi = std::min<uint32_t>((cp << (6 * left)) | ((1u << (6 * left)) - 1), 0x10FFFF);
         if (lo > hi) return false;
         bool any = false;
-        for (const Stack& st : stacks) {
+        for (const Stack& st : moved ? stacks : stacks_) {
             if (st.empty()) continue;
             const GrammarElem& e = g_->elems[st.back()];
             bool hit = e.negated;  // note: a negated set is assumed to leave something in [lo, hi]
@@ -138,7 +207,16 @@ bool GrammarMatcher::accept(std::string_view bytes) {
         }
         if (!any) return false;
     }
-    stacks_.swap(stacks);
+    return true;
+}
+
+bool GrammarMatcher::accept(std::string_view bytes) {
+    std::vector<Stack> stacks;
+    bool moved;
+    uint32_t cp = partial_cp_, min = partial_min_;
+    int left = partial_left_;
+    if (!advance(bytes, stacks, moved, cp, min, left)) return false;
+    if (moved) set_stacks(stacks);
     partial_min_ = min;
     partial_cp_ = cp;
     partial_left_ = left;
@@ -147,8 +225,11 @@ bool GrammarMatcher::accept(std::string_view bytes) {
 
 bool GrammarMatcher::allows(std::string_view bytes) const {
     if (quick_reject(bytes)) return false;
-    GrammarMatcher copy = *this;
-    return copy.accept(bytes);
+    std::vector<Stack> stacks;
+    bool moved;
+    uint32_t cp = partial_cp_, min = partial_min_;
+    int left = partial_left_;
+    return advance(bytes, stacks, moved, cp, min, left);
 }
 
 bool GrammarMatcher::names_token(int32_t id) const {
@@ -156,13 +237,15 @@ bool GrammarMatcher::names_token(int32_t id) const {
 }
 
 bool GrammarMatcher::accept_token(int32_t id) {
-    if (partial_left_ > 0 || !names_token(id)) return false;
-    return step(stacks_, kGrammarTokenBase + (uint32_t)id);
+    std::vector<Stack> next;
+    if (partial_left_ > 0 || !names_token(id) || !step(stacks_, kGrammarTokenBase + (uint32_t)id, next)) return false;
+    set_stacks(next);
+    return true;
 }
 
 bool GrammarMatcher::allows_token(int32_t id) const {
-    GrammarMatcher copy = *this;
-    return copy.accept_token(id);
+    std::vector<Stack> next;
+    return partial_left_ == 0 && names_token(id) && step(stacks_, kGrammarTokenBase + (uint32_t)id, next);
 }
 
 bool GrammarMatcher::can_end() const {
@@ -240,6 +323,7 @@ bool GrammarConstraint::mask(const Sampler& s, const float* logits) {
         return any;
     }
     std::fill(masked_.begin(), masked_.end(), kOff);
+    const size_t work0 = m_.work_done();
     order_.resize(n);
     for (size_t i = 0; i < n; i++) order_[i] = (int32_t)i;
     auto higher = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
@@ -250,7 +334,7 @@ bool GrammarConstraint::mask(const Sampler& s, const float* logits) {
         const auto first = order_.begin() + (std::ptrdiff_t)done, last = order_.begin() + (std::ptrdiff_t)next;
         std::nth_element(first, last - 1, order_.end(), higher);  // note: O(n) per round, then sort the chunk
         std::sort(first, last, higher);
-        for (size_t i = done; i < next && found < want; i++) {
+        for (size_t i = done; i < next && found < want && m_.work_done() - work0 <= kGrammarMaxScanWork; i++) {
             const int32_t id = order_[i];
             if (allowed(id)) {
                 masked_[id] = logits[id];
@@ -273,14 +357,16 @@ bool GrammarConstraint::mask(const Sampler& s, const float* logits) {
 }
 
 // allowed() for every token, cached per matcher state (at most 32 states kept: a grammar's repeating
-// states are few, and each verdict is n_vocab bytes).
+// states are few, and each verdict is n_vocab bytes). Past kGrammarMaxScanWork the rest count as not
+// allowed: a grammar whose every token costs a whole step budget cannot stall the slot for minutes.
 const std::vector<uint8_t>& GrammarConstraint::allowed_all() {
     std::vector<uint32_t> key = m_.state_key();
     auto it = verdicts_.find(key);
     if (it != verdicts_.end()) return it->second;
     if (verdicts_.size() >= 32) verdicts_.clear();
     std::vector<uint8_t> ok(vocab_->text.size());
-    for (size_t i = 0; i < ok.size(); i++) ok[i] = allowed((int32_t)i) ? 1 : 0;
+    const size_t work0 = m_.work_done();
+    for (size_t i = 0; i < ok.size() && m_.work_done() - work0 <= kGrammarMaxScanWork; i++) ok[i] = allowed((int32_t)i) ? 1 : 0;
     return verdicts_.emplace(std::move(key), std::move(ok)).first->second;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,6 +22,15 @@ namespace bee {
 // and negated classes never do. Only the ids a grammar names this way are ever allowed as tokens.
 constexpr uint32_t kGrammarTokenBase = 0x110000;
 constexpr uint32_t kGrammarMaxTokenId = 0xFFFFFF;
+
+// Budgets that bound what any grammar text can cost. Grammar::parse throws Error naming the one exceeded
+// (and how to simplify); during generation, text whose next character would exceed a matcher budget is
+// treated as not allowed, so an over-ambiguous grammar ends the output like any other dead end.
+constexpr uint32_t kGrammarMaxNesting = 512;      // groups ( ... ) inside groups, in one rule
+constexpr size_t kGrammarMaxSymbols = 1u << 19;   // elements once groups and {m,n} are expanded
+constexpr size_t kGrammarMaxStacks = 4096;        // live matcher stacks (parses still open) after a character
+constexpr size_t kGrammarMaxStepWork = 1u << 18;  // stack elements visited or copied to take one character
+constexpr size_t kGrammarMaxScanWork = 1u << 25;  // the same, for all tokens checked to sample one token
 
 // One element of a rule alternative. Literals become one `chars` element per code point.
 struct GrammarElem {
@@ -45,13 +55,15 @@ struct Grammar {
     // \uHHHH \UHHHHHHHH escapes, classes [a-z] [^...], `.`, whole tokens <[id]>, groups ( ), postfix * + ?
     // {m} {m,} {m,n},
     // # comments). Throws Error with line:column, what is wrong and how to fix it; also for an undefined
-    // rule, a missing `root`, and left recursion (which a pushdown matcher cannot follow).
+    // rule, a missing `root`, left recursion (which a pushdown matcher cannot follow), and a grammar over
+    // one of the budgets above (checked at its start for the matcher ones).
     static std::shared_ptr<const Grammar> parse(std::string_view text);
 };
 
 // Where the generated text stands in a grammar: the set of pushdown stacks still alive. Copyable.
 class GrammarMatcher {
 public:
+    // Throws Error if the grammar's start alone is over kGrammarMaxStacks or kGrammarMaxStepWork.
     explicit GrammarMatcher(std::shared_ptr<const Grammar> g);
 
     // Advances by UTF-8 bytes (a token's text; it may end inside a character). Returns false, leaving
@@ -68,15 +80,24 @@ public:
     bool can_end() const;
     // Identifies the state: equal keys allow exactly the same continuations (the stacks, flattened).
     std::vector<uint32_t> state_key() const;
+    // Step work spent so far by this matcher (accepted or only checked text), for callers' budgets.
+    size_t work_done() const { return work_done_; }
 
 private:
     using Stack = std::vector<uint32_t>;  // element indices; the back is the next element to match
-    void expand(Stack st, std::vector<Stack>& out) const;
-    bool step(std::vector<Stack>& stacks, uint32_t cp) const;
+    struct Budget;
+    bool expand(Stack st, std::vector<Stack>& out, Budget& b) const;
+    bool step(const std::vector<Stack>& in, uint32_t cp, std::vector<Stack>& out) const;
+    bool advance(std::string_view bytes, std::vector<Stack>& stacks, bool& moved, uint32_t& cp, uint32_t& min,
+                 int& left) const;
     bool quick_reject(std::string_view bytes) const;
+    void set_stacks(std::vector<Stack>& stacks);
 
     std::shared_ptr<const Grammar> g_;
     std::vector<Stack> stacks_;  // every top is a `chars` element, or the stack is empty (complete)
+    uint64_t ascii_next_[2] = {};  // bit c: some stack takes ASCII character c next (quick_reject's test)
+    mutable size_t work_done_ = 0;
+    mutable std::set<uint32_t> refused_first_;  // code points no stack can take next (within the budgets)
     uint32_t partial_cp_ = 0;    // bits of a character whose UTF-8 bytes are not all seen yet
     int partial_left_ = 0;       // continuation bytes still expected
     uint32_t partial_min_ = 0;   // smallest code point its length may encode (shorter forms are overlong)

@@ -1,8 +1,8 @@
 // sample/grammar_parse: the GBNF parser (llama.cpp's grammar syntax, see grammar.h). Repetition and
 // groups are rewritten into generated right-recursive rules, so the matcher only knows sequences,
-// alternatives, code point sets and rule references.
+// alternatives, code point sets and rule references. Nesting and size are bounded (kGrammarMaxNesting,
+// kGrammarMaxSymbols in grammar.h), and no pass recurses on the grammar's shape beyond that nesting.
 #include <algorithm>
-#include <functional>
 #include <map>
 
 #include "base/error.h"
@@ -83,6 +83,14 @@ private:
         return id;
     }
 
+    // Counts n more elements against kGrammarMaxSymbols (the whole grammar once repetitions are expanded).
+    void charge(size_t n, size_t at) {
+        n_symbols_ += n;
+        if (n_symbols_ > kGrammarMaxSymbols)
+            error(at, strfmt("the grammar expands to more than %zu elements (the compiled-size budget)", kGrammarMaxSymbols),
+                  "use '*' or '+' instead of large {m,n} counts, and fewer or shorter alternatives");
+    }
+
     uint32_t new_helper(const std::string& base, Alts alts) {
         const uint32_t id = rule_id(base + "_" + std::to_string(rules_.size()), pos_);
         rules_[id] = std::move(alts);
@@ -115,6 +123,7 @@ private:
 
     Alts parse_alternatives(const std::string& rule, bool nested) {
         Alts alts;
+        charge(1, pos_);  // each alternative ends with an `end` element
         alts.push_back(parse_sequence(rule, nested));
         for (;;) {
             if (!nested) {  // a continuation line starting with '|' still belongs to this rule
@@ -125,6 +134,7 @@ private:
             if (peek() != '|') return alts;
             pos_++;
             skip_space(true);
+            charge(1, pos_);
             alts.push_back(parse_sequence(rule, nested));
         }
     }
@@ -247,14 +257,20 @@ private:
     void apply_postfix(Seq& seq, size_t start, const std::string& rule) {
         const size_t at = pos_;
         if (start >= seq.size()) error(at, strfmt("'%c' has nothing to repeat", peek()), "put it after a literal, class, rule or group");
-        const Seq item(seq.begin() + (std::ptrdiff_t)start, seq.end());
-        seq.resize(start);
         auto ref = [](uint32_t id) {
             Sym s;
             s.is_rule = true;
             s.rule = id;
             return s;
         };
+        // A multi-element item (a literal) becomes a rule of its own, so each copy below is one element:
+        // "<1,000 characters>"{1000} costs 2,000 elements, not a million.
+        Seq item(seq.begin() + (std::ptrdiff_t)start, seq.end());
+        seq.resize(start);
+        if (item.size() > 1) {
+            charge(2, at);
+            item = Seq{ref(new_helper(rule, {item}))};
+        }
         auto star = [&] {  // R ::= item R | (empty)
             const uint32_t id = new_helper(rule, {});
             Seq loop = item;
@@ -286,6 +302,7 @@ private:
             pos_++;
             if (!unbounded && max < min) error(at, "repetition {m,n} has n < m", "make n >= m");
         }
+        charge(min + 1 + (unbounded ? 4 : 4 * (size_t)(max - min)), at);  // the copies, the helpers below
         for (uint32_t i = 0; i < min; i++) seq.insert(seq.end(), item.begin(), item.end());
         if (unbounded) {
             seq.push_back(ref(star()));
@@ -324,12 +341,16 @@ private:
                 seq.push_back(std::move(any));
             } else if (c == '(') {
                 const size_t at = pos_;
+                if (++depth_ > kGrammarMaxNesting)
+                    error(at, strfmt("groups nested deeper than %u (the nesting limit)", kGrammarMaxNesting),
+                          "move inner groups into named rules");
                 pos_++;
                 skip_space(true);
                 Alts sub = parse_alternatives(rule, true);
                 skip_space(true);
                 if (peek() != ')') error(at, "unclosed '('", "add the matching ')'");
                 pos_++;
+                depth_--;
                 Sym s;
                 s.is_rule = true;
                 s.rule = new_helper(rule, std::move(sub));
@@ -357,6 +378,7 @@ private:
             } else {
                 return seq;  // '|', ')', end of line or of text; anything else is reported by the caller
             }
+            charge(seq.size() - start, pos_);
             last = start;
             has_item = true;
         }
@@ -391,6 +413,7 @@ private:
         }
         std::sort(g->tokens.begin(), g->tokens.end());
         g->tokens.erase(std::unique(g->tokens.begin(), g->tokens.end()), g->tokens.end());
+        GrammarMatcher probe(g);  // throws if its start alone is over the matcher's budgets
         return g;
     }
 
@@ -420,24 +443,37 @@ private:
                     left[r].push_back(s.rule);
                     if (!nullable[s.rule]) break;
                 }
+        // Depth-first search for a cycle, with an explicit stack: (rule, next edge to follow).
         std::vector<int> mark(n, 0);  // 0 new, 1 on the DFS path, 2 done
-        std::function<void(uint32_t)> visit = [&](uint32_t r) {
-            mark[r] = 1;
-            for (uint32_t t : left[r]) {
+        std::vector<std::pair<uint32_t, size_t>> path;
+        for (uint32_t r0 = 0; r0 < n; r0++) {
+            if (mark[r0] != 0) continue;
+            mark[r0] = 1;
+            path.push_back({r0, 0});
+            while (!path.empty()) {
+                auto& [r, i] = path.back();
+                if (i == left[r].size()) {
+                    mark[r] = 2;
+                    path.pop_back();
+                    continue;
+                }
+                const uint32_t t = left[r][i++];
                 if (mark[t] == 1)
                     fail("grammar: rule '%s' is left-recursive (it can reach itself without consuming text); rewrite it "
                          "with repetition, e.g. `list ::= item (\",\" item)*`",
                          names_[t].c_str());
-                if (mark[t] == 0) visit(t);
+                if (mark[t] == 0) {
+                    mark[t] = 1;
+                    path.push_back({t, 0});
+                }
             }
-            mark[r] = 2;
-        };
-        for (uint32_t r = 0; r < n; r++)
-            if (mark[r] == 0) visit(r);
+        }
     }
 
     std::string_view s_;
     size_t pos_ = 0;
+    uint32_t depth_ = 0;      // groups open at pos_
+    size_t n_symbols_ = 0;    // elements so far, against kGrammarMaxSymbols
     std::map<std::string, uint32_t> ids_;
     std::vector<std::string> names_;
     std::vector<Alts> rules_;

@@ -58,6 +58,47 @@ uint64_t count(const Json& s, const char* key, const std::string& path, uint64_t
     return v;
 }
 
+// Walks a JSON value without recursion: its nodes (counting stops past `cap`); throws Error naming
+// `path` if it nests deeper than kJsonSchemaMaxJsonDepth (nlohmann's dump, copy and compare recurse).
+size_t json_nodes(const Json& j, const std::string& path, size_t cap) {
+    std::vector<std::pair<const Json*, size_t>> todo = {{&j, 1}};
+    size_t n = 0;
+    while (!todo.empty() && n <= cap) {
+        auto [v, depth] = todo.back();
+        todo.pop_back();
+        n++;
+        if (depth > kJsonSchemaMaxJsonDepth)
+            unsupported(strfmt("JSON nested deeper than %zu levels (the nesting limit)", kJsonSchemaMaxJsonDepth), path,
+                        "flatten the schema");
+        if (v->is_structured())
+            for (const Json& c : *v) todo.push_back({&c, depth + 1});
+    }
+    return n;
+}
+
+// A `$ref` to a local definition: its section ("$defs" or "definitions") and key; both empty if not local.
+std::pair<std::string, std::string> local_ref(const std::string& ref) {
+    for (const char* section : {"$defs", "definitions"}) {
+        const std::string prefix = std::string("#/") + section + "/";
+        if (ref.rfind(prefix, 0) == 0 && ref.size() > prefix.size() && ref.find('/', prefix.size()) == std::string::npos)
+            return {section, ref.substr(prefix.size())};
+    }
+    return {"", ""};
+}
+
+// A schema that is only a `$ref` (annotations aside): the reference, else "".
+// A single-part allOf with annotations is its part, so it counts as a reference too.
+std::string only_ref(const Json& s) {
+    if (!s.is_object()) return "";
+    for (auto& [k, v] : s.items()) {
+        (void)v;
+        if (k != "$ref" && k != "allOf" && !kAnnotations.count(k)) return "";
+    }
+    if (s.contains("$ref") == s.contains("allOf")) return "";
+    if (s.contains("allOf")) return s["allOf"].is_array() && s["allOf"].size() == 1 ? only_ref(s["allOf"][0]) : "";
+    return s["$ref"].is_string() ? s["$ref"].get<std::string>() : "";
+}
+
 // item{min,max} in GBNF; max < 0: unbounded.
 std::string repeat(const std::string& item, uint64_t min, int64_t max) {
     if (max < 0) return strfmt("( %s ){%llu,}", item.c_str(), (unsigned long long)min);
@@ -87,7 +128,41 @@ std::string gbnf_literal(const std::string& bytes) {
     return out + "\"";
 }
 
+JsonSchemaGbnf::JsonSchemaGbnf(const Json& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {
+    json_nodes(root_, "#", SIZE_MAX);
+}
+
+// Counts n bytes of GBNF built against kJsonSchemaMaxWork (the compile budget: time and memory follow it).
+void JsonSchemaGbnf::charge(size_t n, const std::string& path) {
+    work_ += n;
+    if (work_ > kJsonSchemaMaxWork)
+        unsupported(strfmt("the schema compiles to more than %zu bytes of grammar (the compile budget)", kJsonSchemaMaxWork),
+                    path, "use $ref for repeated parts, fewer properties or alternatives, and smaller bounds");
+}
+
+// A rule named for `body` (one per distinct body), so a part used twice is written once.
+std::string JsonSchemaGbnf::named(const std::string& body) {
+    if (body.find_first_of(" \"[(") == std::string::npos) return body;  // already a rule name
+    auto it = named_.find(body);
+    if (it != named_.end()) return it->second;
+    const std::string name = prefix_ + "h_" + std::to_string(named_.size());  // '_': never from a $defs key
+    named_[body] = name;
+    defs_[name] = body;
+    return name;
+}
+
 std::string JsonSchemaGbnf::expr(const Json& s, const std::string& path) {
+    if (depth_ >= kJsonSchemaMaxDepth)
+        unsupported(strfmt("schemas nested deeper than %zu (the nesting limit, $ref hops included)", kJsonSchemaMaxDepth),
+                    path, "flatten the schema");
+    depth_++;
+    std::string out = schema_expr(s, path);
+    depth_--;
+    charge(out.size(), path);
+    return out;
+}
+
+std::string JsonSchemaGbnf::schema_expr(const Json& s, const std::string& path) {
     if (s.is_boolean()) {
         if (!s.get<bool>()) unsupported("schema 'false' (matches nothing)", path, "remove it");
         return "json-value";
@@ -132,8 +207,10 @@ std::string JsonSchemaGbnf::expr(const Json& s, const std::string& path) {
     if (t->is_string()) return type_expr(t->get<std::string>(), s, path);
     if (!t->is_array() || t->empty()) unsupported("'type' must be a string or an array of strings", path, "fix the schema");
     std::string alts;
+    std::set<std::string> seen;
     for (const Json& x : *t) {
         if (!x.is_string()) unsupported("'type' must be a string or an array of strings", path, "fix the schema");
+        if (!seen.insert(x.get<std::string>()).second) continue;  // a repeated type would repeat its grammar
         alts += (alts.empty() ? "" : " | ") + type_expr(x.get<std::string>(), s, path);
     }
     return "( " + alts + " )";
@@ -190,12 +267,19 @@ Json JsonSchemaGbnf::merge_all_of(const Json& s, const std::string& path) {
     if (list.size() == 1 && only_annotations) return list[0];
     Json merged = Json::object();
     auto add = [&](Json part, const std::string& where) {
+        std::vector<std::string> seen;  // the $refs followed, to name a cycle
         while (part.is_object() && part.contains("$ref") && part["$ref"].is_string()) {  // merge what it names
             const std::string ref = part["$ref"].get<std::string>();
-            const char* section = ref.rfind("#/$defs/", 0) == 0 ? "$defs" : ref.rfind("#/definitions/", 0) == 0 ? "definitions" : "";
-            const std::string key = *section ? ref.substr(std::string(section).size() + 3) : "";
-            if (!*section || !root_.contains(section) || !root_[section].contains(key))
+            const auto [section, key] = local_ref(ref);
+            if (section.empty() || !root_.contains(section) || !root_[section].contains(key))
                 unsupported("'$ref' \"" + ref + "\" in 'allOf' is not a local definition", where, "use \"#/$defs/Name\"");
+            seen.push_back(ref);
+            if (std::count(seen.begin(), seen.end(), ref) > 1) {
+                std::string cycle;
+                for (const std::string& r : seen) cycle += (cycle.empty() ? "" : " -> ") + r;
+                unsupported("a '$ref' cycle in 'allOf' (" + cycle + ")", where, "break the cycle: a definition cannot be only itself");
+            }
+            charge(json_nodes(root_[section][key], where, kJsonSchemaMaxWork), where);  // the copy below
             part = root_[section][key];
         }
         if (!part.is_object()) unsupported("'allOf' parts must be object schemas", where, "merge them by hand");
@@ -234,8 +318,8 @@ std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) 
     auto props = s.find("properties");
     if (props == s.end() || props->empty()) {
         if (ap != s.end() && ap->is_object()) {  // a map: string keys, values of one schema
-            const std::string v = expr(*ap, path + "/additionalProperties");
-            const std::string kv = "json-string json-ws \":\" json-ws " + v + " json-ws";
+            const std::string v = named(expr(*ap, path + "/additionalProperties"));
+            const std::string kv = named("json-string json-ws \":\" json-ws " + v + " json-ws");
             return "\"{\" json-ws ( " + kv + " ( \",\" json-ws " + kv + " )* )? \"}\"";
         }
         return "json-object";
@@ -245,7 +329,7 @@ std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) 
     // does not stop an extra key from repeating a listed name.
     std::string more;
     if (extra) {
-        const std::string v = ap->is_object() ? expr(*ap, path + "/additionalProperties") : "json-value";
+        const std::string v = ap->is_object() ? named(expr(*ap, path + "/additionalProperties")) : "json-value";
         more = "\",\" json-ws json-string json-ws \":\" json-ws " + v + " json-ws";
     }
     std::set<std::string> required;
@@ -270,12 +354,7 @@ std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) 
         for (const std::string& kv : opt) body += " ( \",\" json-ws " + kv + " )?";
         if (extra) body += " ( " + more + " )*";
     } else {  // all optional: any one may come first, then any of the later ones
-        std::string alts;
-        for (size_t i = 0; i < opt.size(); i++) {
-            std::string a = opt[i];
-            for (size_t j = i + 1; j < opt.size(); j++) a += " ( \",\" json-ws " + opt[j] + " )?";
-            alts += (alts.empty() ? "" : " | ") + ("( " + a + " )");
-        }
+        std::string alts = optional_chain(opt, path);
         if (extra) {  // the first extra key has no comma before it when no listed one came first
             alts = "( " + alts + " ) ( " + more + " )* | " + more.substr(more.find("json-string")) + " ( " + more + " )*";
         }
@@ -284,12 +363,28 @@ std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) 
     return "\"{\" json-ws " + body + " \"}\"";
 }
 
+// Optional properties with none required, in order, each may be left out: F_i ::= K_i T_i+1 | F_i+1 (the
+// first present one is i or a later one), T_j ::= ( "," K_j )? T_j+1 (any of the later ones). Rules make
+// it linear in the number of properties (written out, it is quadratic). Returns F_0.
+std::string JsonSchemaGbnf::optional_chain(const std::vector<std::string>& kvs, const std::string& path) {
+    std::string first, tail;  // F_i+1 and T_i+1 while building from the last property back
+    for (size_t i = kvs.size(); i-- > 0;) {
+        const std::string k = named(kvs[i]);
+        first = named(k + (tail.empty() ? "" : " " + tail) + (first.empty() ? "" : " | " + first));
+        if (i > 0) tail = named("( \",\" json-ws " + k + " )?" + (tail.empty() ? "" : " " + tail));
+        charge(k.size() * 2 + tail.size() + first.size(), path);
+    }
+    return first;
+}
+
 std::string JsonSchemaGbnf::array_expr(const Json& s, const std::string& path) {
     const uint64_t min = count(s, "minItems", path, 0);
     int64_t max = s.contains("maxItems") ? (int64_t)count(s, "maxItems", path, 0) : -1;
     if (max >= 0 && (uint64_t)max < min) unsupported("'maxItems' below 'minItems'", path, "fix the bounds");
     if (s.contains("prefixItems")) return prefix_array_expr(s, path, min, max);
-    const std::string item = s.contains("items") ? expr(s["items"], path + "/items") : "json-value";
+    // note: the item is a rule, not text written twice (first and later items), which would double the
+    // grammar at each level of nested arrays.
+    const std::string item = named(s.contains("items") ? expr(s["items"], path + "/items") : "json-value");
     if (max == 0) return "\"[\" json-ws \"]\"";
     const std::string first = item + " json-ws", more = "\",\" json-ws " + item + " json-ws";
     const std::string rest = repeat(more, min > 0 ? min - 1 : 0, max < 0 ? -1 : max - 1);
@@ -309,13 +404,13 @@ std::string JsonSchemaGbnf::prefix_array_expr(const Json& s, const std::string& 
     if (max >= 0 && (uint64_t)max < min) unsupported("'minItems' above what 'prefixItems' and 'items' allow", path, "fix the bounds");
     std::string tail;  // the elements after the prefix
     if (max < 0 || (uint64_t)max > n) {
-        const std::string item = s.contains("items") ? expr(s["items"], path + "/items") : "json-value";
+        const std::string item = named(s.contains("items") ? expr(s["items"], path + "/items") : "json-value");
         tail = repeat("\",\" json-ws " + item + " json-ws", min > n ? min - n : 0, max < 0 ? -1 : max - (int64_t)n);
     }
     for (size_t i = n; i-- > 0;) {  // built from the last prefix element back to the first
         const std::string elem = expr(pre[i], path + "/prefixItems/" + std::to_string(i)) + " json-ws";
         std::string seq = (i == 0 ? "" : "\",\" json-ws ") + elem + (tail.empty() ? "" : " " + tail);
-        tail = i >= min ? "( " + seq + " )?" : seq;
+        tail = i >= min ? named("( " + seq + " )?") : seq;  // a rule: no group nesting per element
     }
     if (n == 0) tail = "";
     return "\"[\" json-ws " + tail + " \"]\"";
@@ -344,18 +439,29 @@ std::string JsonSchemaGbnf::string_expr(const Json& s, const std::string& path) 
 
 // A $ref becomes a rule of its own (so recursive schemas work); its name is derived from the path.
 std::string JsonSchemaGbnf::ref_rule(const std::string& ref, const std::string& path) {
-    std::string key;
-    for (const char* prefix : {"#/$defs/", "#/definitions/"})
-        if (ref.rfind(prefix, 0) == 0) key = ref.substr(std::string(prefix).size());
-    if (key.empty() || key.find('/') != std::string::npos)
+    const auto [section, key] = local_ref(ref);
+    if (section.empty())
         unsupported("'$ref' \"" + ref + "\" is not a local definition", path, "use \"#/$defs/Name\" or \"#/definitions/Name\"");
-    const char* section = ref[2] == '$' ? "$defs" : "definitions";
     if (!root_.contains(section) || !root_[section].contains(key))
-        unsupported("'$ref' \"" + ref + "\" names a missing definition", path, "add it under " + std::string(section));
+        unsupported("'$ref' \"" + ref + "\" names a missing definition", path, "add it under " + section);
     std::string name = prefix_;
     for (char c : key) name += std::isalnum((unsigned char)c) ? c : '-';
     name += "-" + std::to_string(std::hash<std::string>{}(ref) % 10000);
     if (defs_.count(name) || pending_.count(name)) return name;
+    // A definition that is only a reference, through a chain back to itself, matches nothing: name the cycle.
+    // note: a longer chain fails the nesting limit first, so this walk stays short.
+    std::vector<std::string> chain = {ref};
+    for (std::string next = only_ref(root_[section][key]); !next.empty() && chain.size() <= kJsonSchemaMaxDepth;) {
+        chain.push_back(next);
+        if (std::count(chain.begin(), chain.end(), next) > 1) {
+            std::string cycle;
+            for (const std::string& r : chain) cycle += (cycle.empty() ? "" : " -> ") + r;
+            unsupported("a '$ref' cycle (" + cycle + ")", path, "break the cycle: a definition cannot be only itself");
+        }
+        const auto [sec, k] = local_ref(next);
+        if (sec.empty() || !root_.contains(sec) || !root_[sec].contains(k)) break;  // reported when reached
+        next = only_ref(root_[sec][k]);
+    }
     pending_.insert(name);
     const std::string body = expr(root_[section][key], ref.substr(1));
     pending_.erase(name);

@@ -8,6 +8,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,12 +21,20 @@ namespace bee {
 // allOf of object schemas (merged), prefixItems, $ref to #/$defs/… or #/definitions/…, and annotations (title, description, default, examples, $schema, $id, $comment). Any other keyword is
 // an Error naming it and where it is. Output is compact-ish JSON: up to 16 whitespace characters are
 // allowed between tokens, so the model cannot pad forever.
+// Limits (each an Error naming it and the place): the document nests at most kJsonSchemaMaxJsonDepth
+// JSON levels and schemas (with $ref hops) at most kJsonSchemaMaxDepth; the GBNF built, counted at each
+// level, stays under kJsonSchemaMaxWork bytes; a definition that is only a $ref chain back to itself
+// is a cycle. Array items, map values and optional properties become named rules, so the grammar
+// grows linearly with the schema (nested arrays, many optional properties).
+constexpr size_t kJsonSchemaMaxJsonDepth = 512;
+constexpr size_t kJsonSchemaMaxDepth = 128;
+constexpr size_t kJsonSchemaMaxWork = 16u << 20;
+
 class JsonSchemaGbnf {
 public:
-    // `root`: the whole schema document ($refs resolve against it).
+    // `root`: the whole schema document ($refs resolve against it); throws Error if it nests too deeply.
     // `prefix` names the rules made for $defs (distinct prefixes let several schemas share one grammar).
-    explicit JsonSchemaGbnf(const nlohmann::ordered_json& root, std::string prefix = "def-")
-        : root_(root), prefix_(std::move(prefix)) {}
+    explicit JsonSchemaGbnf(const nlohmann::ordered_json& root, std::string prefix = "def-");
 
     // A GBNF expression matching the values `schema` accepts (rules it needs are collected).
     std::string expr(const nlohmann::ordered_json& schema, const std::string& path);
@@ -33,6 +42,10 @@ public:
     std::string rules(bool with_primitives = true) const;
 
 private:
+    std::string schema_expr(const nlohmann::ordered_json& s, const std::string& path);
+    std::string named(const std::string& body);
+    void charge(size_t n, const std::string& path);
+    std::string optional_chain(const std::vector<std::string>& kvs, const std::string& path);
     std::string object_expr(const nlohmann::ordered_json& s, const std::string& path);
     std::string array_expr(const nlohmann::ordered_json& s, const std::string& path);
     std::string string_expr(const nlohmann::ordered_json& s, const std::string& path);
@@ -46,6 +59,9 @@ private:
     std::string prefix_;
     std::map<std::string, std::string> defs_;  // rule name -> its definition (refs, filled once)
     std::set<std::string> pending_;            // refs being generated (recursion)
+    std::map<std::string, std::string> named_;  // helper rule body -> its name (one rule per body)
+    size_t depth_ = 0;                          // expr() calls open, against kJsonSchemaMaxDepth
+    size_t work_ = 0;                           // bytes built so far, against kJsonSchemaMaxWork
 };
 
 // A GBNF literal ("...") matching exactly `bytes`.

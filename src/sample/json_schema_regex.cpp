@@ -18,6 +18,8 @@ namespace {
 using Ranges = std::vector<std::pair<uint32_t, uint32_t>>;  // inclusive code point ranges, sorted, disjoint
 
 constexpr uint32_t kMaxCp = 0x10FFFF;
+// Groups inside groups: each level may become three GBNF groups, well inside kGrammarMaxNesting.
+constexpr size_t kMaxRegexNesting = 64;
 
 Ranges normalize(Ranges r) {
     std::sort(r.begin(), r.end());
@@ -128,23 +130,29 @@ private:
     bool more() const { return pos_ < cp_.size(); }
     uint32_t peek() const { return cp_[pos_]; }
 
+    // Each parse function leaves in nullable_ whether what it returns can match the empty string.
     std::string alternation() {
         std::string out = concatenation();
-        bool alt = false;
+        bool alt = false, nullable = nullable_;
         while (more() && peek() == '|') {
             pos_++;
             out += " | " + concatenation();
+            nullable = nullable || nullable_;
             alt = true;
         }
+        nullable_ = nullable;
         return alt ? "( " + out + " )" : out;
     }
 
     std::string concatenation() {
         std::string out;
+        bool nullable = true;
         while (more() && peek() != '|' && peek() != ')') {
             const std::string a = quantified(atom());
+            nullable = nullable && nullable_;
             out += (out.empty() ? "" : " ") + a;
         }
+        nullable_ = nullable;
         return out.empty() ? "\"\"" : out;
     }
 
@@ -187,14 +195,23 @@ private:
         }
         if (more() && peek() == '?') pos_++;  // lazy: the same set of matches, so the same grammar
         if (more() && (peek() == '?' || peek() == '*' || peek() == '+' || peek() == '{')) error("a repeated quantifier");
+        // An unbounded repetition of something that can match nothing would loop without consuming text.
+        const bool unbounded = c == '*' || c == '+' || q.find(",}") != std::string::npos;
+        if (unbounded && nullable_) error("'*', '+' or '{m,}' on a group that can match the empty string, e.g. (a*)+");
+        nullable_ = nullable_ || c == '?' || c == '*' || q.rfind("{0", 0) == 0;
         return "( " + a + " )" + q;
     }
 
     std::string atom() {
         const uint32_t c = peek();
         pos_++;
+        nullable_ = false;
         switch (c) {
             case '(': {
+                if (++depth_ > kMaxRegexNesting) {
+                    pos_--;
+                    error(strfmt("groups nested deeper than %zu (the nesting limit)", kMaxRegexNesting));
+                }
                 if (more() && peek() == '?') {
                     if (pos_ + 1 < cp_.size() && cp_[pos_ + 1] == ':') pos_ += 2;
                     else error("a lookaround or named group '(?'");
@@ -202,7 +219,8 @@ private:
                 const std::string inner = alternation();
                 if (!more() || peek() != ')') error("an unclosed '('");
                 pos_++;
-                return "( " + inner + " )";
+                depth_--;
+                return "( " + inner + " )";  // nullable_: the inner alternation's
             }
             case '[': return set_expr(char_class());
             case '.': return set_expr(complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}));
@@ -300,6 +318,8 @@ private:
     const std::string& path_;
     std::vector<uint32_t> cp_;
     size_t pos_ = 0;
+    size_t depth_ = 0;       // groups open at pos_
+    bool nullable_ = false;  // see alternation()
 };
 
 }  // namespace
