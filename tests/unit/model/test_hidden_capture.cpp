@@ -94,8 +94,10 @@ TEST_P(HiddenCapture, SameBitsBesideOtherSequencesAndForChosenRows) {
         for (size_t j = 0; j < layers_.size(); j++) {
             const float* h = out.hidden_for_row(2 * i, (int)j);
             ASSERT_EQ(h != nullptr, want) << "row " << 2 * i;
-            if (h) EXPECT_TRUE(same_bits(h, &base_[i * row_floats() + j * tm_->cfg.n_embd], tm_->cfg.n_embd))
-                       << "token " << i << " layer " << layers_[j];
+            if (h) {
+                EXPECT_TRUE(same_bits(h, &base_[i * row_floats() + j * tm_->cfg.n_embd], tm_->cfg.n_embd))
+                    << "token " << i << " layer " << layers_[j];
+            }
         }
         EXPECT_EQ(out.hidden_for_row(2 * i + 1, 0), nullptr);
     }
