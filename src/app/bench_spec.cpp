@@ -21,7 +21,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
-#include "spec/generate.h"
+#include "runtime/local_run.h"
 #include "spec/registry.h"
 
 namespace bee {
@@ -103,40 +103,48 @@ double median(std::vector<double> v) {
     return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// One pass of the whole prompt set with one configuration.
+// One pass of the whole prompt set with one configuration (`spec` null: no speculation), on the runtime
+// with one slot. The scheduler, and with it the drafters' process-wide state (suffix's global tree,
+// ngram-mod's table, the dynamic ngram cache), is new for every pass: a second pass over the same prompts
+// would otherwise draft the answers it saw in the first and overstate the speed-up.
 void run_config(Engine& eng, const BenchSpecOptions& o, const std::vector<std::vector<int32_t>>& prompts,
-                SpecShared* shared, ConfigResult& res, bool first_rep) {
+                const SpecParams* spec, ConfigResult& res, bool first_rep) {
+    runtime::SchedulerParams sp;
+    sp.n_parallel = 1;
+    sp.n_batch = o.model.n_batch;
+    if (spec) sp.spec = *spec;
+    runtime::Scheduler sched(eng, sp);
     double ms = 0, cpu = 0;
     int64_t tokens = 0;
-    // --keep-spec: one Speculator for the pass, as a server slot keeps its drafters and depth policy
-    // across requests; otherwise each prompt starts a fresh one, like a new `bee run`.
-    std::unique_ptr<Speculator> kept = shared && o.keep_spec ? std::make_unique<Speculator>(*shared) : nullptr;
+    std::shared_ptr<const SpecStats> kept;
     for (size_t i = 0; i < prompts.size(); i++) {
         double cpu_first = -1;  // at the first generated token: the prompt's CPU time is left out
-        const auto on_token = [&cpu_first](int32_t) {
-            if (cpu_first < 0) cpu_first = process_cpu_ms();
-        };
-        eng.memory().clear_all();
-        Sampler sampler(with_vocab(o.sampling, eng.model()), eng.model().hparams().n_vocab);
-        std::unique_ptr<Speculator> fresh = shared && !kept ? std::make_unique<Speculator>(*shared) : nullptr;
-        Speculator* spec = kept ? kept.get() : fresh.get();
-        GenerateOptions go;
-        go.n_predict = o.n_predict;
-        go.n_batch = o.model.n_batch;
-        go.ignore_eos = o.ignore_eos;
-        GenerateResult g = generate_tokens(eng, sampler, spec, prompts[i], go, on_token);
-        ms += g.predicted_ms;
+        auto task = std::make_shared<runtime::Task>();
+        task->id = i + 1;
+        task->prompt = prompts[i];
+        task->params.sampling = with_vocab(o.sampling, eng.model());
+        task->params.n_predict = o.n_predict;
+        task->params.ignore_eos = o.ignore_eos;
+        task->params.cache_prompt = false;
+        // --keep-spec: the slot keeps its Speculator (drafters and depth policy) across the prompts, as a
+        // server slot does across requests; otherwise each prompt starts a fresh one, like a new `bee run`.
+        task->params.spec.fresh = !o.keep_spec;
+        runtime::LocalResult g = runtime::run_task(sched, task, [&cpu_first](const runtime::TaskEvent& e) {
+            if (cpu_first < 0 && !e.tokens.empty()) cpu_first = process_cpu_ms();
+        });
+        ms += g.finish.predicted_ms;
         if (cpu_first >= 0) cpu += process_cpu_ms() - cpu_first;
         tokens += (int64_t)g.tokens.size();
         if (first_rep) {
             res.tokens += (int64_t)g.tokens.size();
-            res.decodes += g.n_decodes;
-            res.decodes_per_prompt.push_back(g.n_decodes);
-            if (fresh) res.stats.merge(fresh->stats());
+            res.decodes += g.finish.n_decodes;
+            res.decodes_per_prompt.push_back(g.finish.n_decodes);
+            if (g.finish.spec_stats && !o.keep_spec) res.stats.merge(*g.finish.spec_stats);
+            kept = g.finish.spec_stats;  // cumulative over the pass when the slot keeps its Speculator
             res.outputs.push_back(std::move(g.tokens));
         }
     }
-    if (kept && first_rep) res.stats.merge(kept->stats());
+    if (kept && o.keep_spec && first_rep) res.stats.merge(*kept);
     res.tps.push_back(ms > 0 ? (double)tokens * 1000.0 / ms : 0);
     res.cpu_tps.push_back(cpu > 0 ? (double)tokens * 1000.0 / cpu : 0);
 }
@@ -285,12 +293,7 @@ int cmd_bench_spec(int argc, char** argv) {
         }
         for (int rep = 0; rep < o.reps; rep++)
             for (size_t c = 0; c < configs.size(); c++) {
-                // Drafter state shared across requests (suffix's global tree, ngram-mod's table, the dynamic
-                // ngram cache) starts empty in every pass: a second pass over the same prompts would
-                // otherwise draft the answers it saw in the first and overstate the speed-up.
-                std::unique_ptr<SpecShared> shared;
-                if (!params[c].types.empty()) shared = std::make_unique<SpecShared>(params[c], *model);
-                run_config(eng, o, prompts, shared.get(), results[c], rep == 0);
+                run_config(eng, o, prompts, params[c].types.empty() ? nullptr : &params[c], results[c], rep == 0);
                 fprintf(stderr, "rep %d: %-28s %.2f t/s, %.2f t/CPU-s\n", rep + 1, configs[c].c_str(),
                         results[c].tps.back(), results[c].cpu_tps.back());
             }

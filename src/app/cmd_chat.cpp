@@ -1,6 +1,6 @@
-// app/cmd_chat: `bee chat` — interactive terminal chat with a model's own chat template. The KV cache
-// is kept between turns: each turn re-renders the conversation, and only the tokens after the longest
-// prefix already in the cache are decoded (normally just the new turn).
+// app/cmd_chat: `bee chat` — interactive terminal chat with a model's own chat template, on the runtime
+// with one slot. The slot's cache is kept between turns: each turn re-renders the conversation, and only
+// the tokens after the longest prefix already cached are decoded (normally just the new turn).
 #include <unistd.h>
 
 #include <cstdio>
@@ -11,10 +11,10 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "base/mapped_file.h"
-#include "base/timer.h"
 #include "chat/builtin_templates.h"
 #include "chat/template.h"
 #include "model/engine.h"
+#include "runtime/local_run.h"
 #include "sample/sampler.h"
 
 namespace bee {
@@ -28,12 +28,13 @@ struct ChatOptions {
     int32_t n_predict = -1;
 };
 
-// The conversation and what of it is in the KV cache (sequence 0).
+// The conversation, run turn by turn on the runtime with one slot: each turn re-renders the whole
+// conversation and the slot keeps the longest prefix its sequence already holds (normally everything
+// before the new turn), as `bee serve` does for a chat request.
 class ChatSession {
 public:
     ChatSession(Engine& eng, chat::Template tmpl, const ChatOptions& o)
-        : eng_(eng), tok_(eng.model().tokenizer()), tmpl_(std::move(tmpl)), o_(o),
-          sampler_(with_vocab(o.sampling, eng.model()), eng.model().hparams().n_vocab) {
+        : eng_(eng), tok_(eng.model().tokenizer()), tmpl_(std::move(tmpl)), o_(o), sched_(eng, sched_params(o)) {
         if (!o.kwargs_json.empty()) {
             kwargs_ = chat::Json::parse(o.kwargs_json, nullptr, false);
             if (!kwargs_.is_object()) fail("--chat-template-kwargs: expected a JSON object, got '%s'", o.kwargs_json.c_str());
@@ -44,54 +45,34 @@ public:
     void reset() {
         messages_ = chat::Json::array();
         if (!o_.system.empty()) messages_.push_back({{"role", "system"}, {"content", o_.system}});
-        eng_.memory().clear_all();
-        cached_.clear();
-        sampler_.reset();
     }
 
-    // One user turn: render, decode what is new, stream the reply to stdout. Returns the reply text.
+    // One user turn: render, generate, stream the reply to stdout. Returns the reply text.
     std::string turn(const std::string& user) {
         chat::Json messages = messages_;
         messages.push_back({{"role", "user"}, {"content", user}});
-        std::vector<int32_t> prompt = render(messages);
-        const int n_ctx = eng_.params().n_ctx;
-        if ((int)prompt.size() >= n_ctx)
+        auto task = std::make_shared<runtime::Task>();
+        task->id = ++n_turns_;
+        task->prompt = render(messages);
+        if ((int)task->prompt.size() >= eng_.params().n_ctx)
             fail("the conversation (%zu tokens) no longer fits the context (%d): type /reset or use a larger -c",
-                 prompt.size(), n_ctx);
-        const double t_prompt = time_ms();
-        const size_t n_new = prefill(prompt);
-        const double prompt_ms = time_ms() - t_prompt;
-
-        StreamDecoder dec(tok_);
-        std::string reply;
-        const double t_gen = time_ms();
-        int n_gen = 0;
-        while (o_.n_predict < 0 || n_gen < o_.n_predict) {
-            const int32_t id = sampler_.sample(logits_.data());
-            sampler_.accept(id);
-            if (tok_.is_eog(id)) break;
-            ++n_gen;
-            std::string piece = dec.push(id);
-            reply += piece;
-            fputs(piece.c_str(), stdout);
+                 task->prompt.size(), eng_.params().n_ctx);
+        task->params.sampling = with_vocab(o_.sampling, eng_.model());
+        task->params.n_predict = o_.n_predict;
+        runtime::LocalResult r = runtime::run_task(sched_, task, [](const runtime::TaskEvent& e) {
+            fputs(e.content.c_str(), stdout);
             fflush(stdout);
-            if ((int)cached_.size() + 1 >= n_ctx) {
-                fprintf(stderr, "\n[context full: reply cut; type /reset to start over]");
-                break;
-            }
-            decode_from(std::vector<int32_t>{id}, 0);
-        }
-        std::string rest = dec.flush();
-        reply += rest;
-        fputs(rest.c_str(), stdout);
+        });
         fputs("\n", stdout);
         fflush(stdout);
-        const double gen_ms = time_ms() - t_gen;
-        BEE_LOG_INFO("turn: %zu prompt tokens decoded (%zu reused from the cache) in %.0f ms; %d tokens in %.0f ms (%.2f tokens/s)",
-                     n_new, prompt.size() - n_new, prompt_ms, n_gen, gen_ms, gen_ms > 0 ? n_gen * 1000.0 / gen_ms : 0.0);
+        const runtime::FinishInfo& f = r.finish;
+        if (f.truncated) fprintf(stderr, "[context full: reply cut; type /reset to start over]\n");
+        BEE_LOG_INFO("turn: %d prompt tokens decoded (%d reused from the cache) in %.0f ms; %d tokens in %.0f ms (%.2f tokens/s)",
+                     f.n_prompt - f.n_cached, f.n_cached, f.prompt_ms, (int)r.tokens.size(), f.predicted_ms,
+                     f.predicted_ms > 0 ? r.tokens.size() * 1000.0 / f.predicted_ms : 0.0);
         messages_ = std::move(messages);
-        messages_.push_back({{"role", "assistant"}, {"content", reply}});
-        return reply;
+        messages_.push_back({{"role", "assistant"}, {"content", r.content}});
+        return r.content;
     }
 
 private:
@@ -99,10 +80,16 @@ private:
     const Tokenizer& tok_;
     chat::Template tmpl_;
     const ChatOptions& o_;
-    Sampler sampler_;
+    runtime::Scheduler sched_;
     chat::Json messages_, kwargs_ = chat::Json::object();
-    std::vector<int32_t> cached_;  // tokens of sequence 0 in the KV cache, by position
-    std::vector<float> logits_;    // logits after the last decoded token
+    uint64_t n_turns_ = 0;
+
+    static runtime::SchedulerParams sched_params(const ChatOptions& o) {
+        runtime::SchedulerParams sp;
+        sp.n_parallel = 1;
+        sp.n_batch = o.model.n_batch;
+        return sp;
+    }
 
     std::vector<int32_t> render(const chat::Json& messages) const {
         chat::ChatInput in;
@@ -116,44 +103,11 @@ private:
         if (tok_.add_bos() && tok_.bos() >= 0 && (ids.empty() || ids[0] != tok_.bos())) ids.insert(ids.begin(), tok_.bos());
         return ids;
     }
-
-    // Decodes prompt tokens after the longest prefix already cached. Returns how many were decoded.
-    size_t prefill(const std::vector<int32_t>& prompt) {
-        size_t keep = 0;
-        while (keep < cached_.size() && keep < prompt.size() && cached_[keep] == prompt[keep]) ++keep;
-        if (keep == prompt.size()) --keep;  // decode at least one token to get fresh logits
-        keep = (size_t)eng_.memory().cut_point(0, (int32_t)keep);  // recurrent rules may keep less
-        eng_.memory().cut(0, (int32_t)keep);
-        cached_.resize(keep);
-        std::vector<int32_t> todo(prompt.begin() + (long)keep, prompt.end());
-        for (int32_t id : todo) sampler_.accept(id);
-        decode_from(todo, o_.model.n_batch);
-        return todo.size();
-    }
-
-    // Decodes tokens at the next positions, in chunks of n_batch (0: one chunk); keeps the last logits.
-    void decode_from(const std::vector<int32_t>& tokens, int n_batch) {
-        const size_t chunk = n_batch > 0 ? (size_t)n_batch : tokens.size();
-        DecodeOutput out;
-        for (size_t at = 0; at < tokens.size(); at += chunk) {
-            const size_t end = std::min(tokens.size(), at + chunk);
-            Batch b;
-            for (size_t k = at; k < end; ++k) b.add(tokens[k], (int32_t)(cached_.size() + k - at), 0, k + 1 == tokens.size());
-            eng_.decode(b, out);
-            cached_.insert(cached_.end(), tokens.begin() + (long)at, tokens.begin() + (long)end);
-        }
-        logits_.assign(out.logits_at(0), out.logits_at(0) + out.n_vocab);
-    }
 };
 
 chat::Template load_template(const ChatOptions& o, const Model& model) {
-    if (!o.template_file.empty()) return chat::Template::parse(read_file(o.template_file));
-    if (!o.template_name.empty()) {
-        const char* src = chat::builtin_template(o.template_name);
-        if (!src) fail("--chat-template: unknown template '%s' (built-in: %s)", o.template_name.c_str(), chat::builtin_template_names());
-        return chat::Template::parse(src);
-    }
-    const std::string src = model.gguf().get_str("tokenizer.chat_template", "");
+    const std::string src = chat::select_template(o.template_file, o.template_name,
+                                                  model.gguf().get_str("tokenizer.chat_template", ""));
     if (src.empty())
         fail("%s has no chat template (tokenizer.chat_template): pass --chat-template-file FILE or --chat-template NAME (%s)",
              o.model.model.c_str(), chat::builtin_template_names());

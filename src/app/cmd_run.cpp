@@ -1,5 +1,5 @@
-// app/cmd_run: `bee run` — load a model, prefill a prompt, generate with the sampler chain, print
-// text (or one JSON object with --json) and tokens/s.
+// app/cmd_run: `bee run` — load a model and generate from a prompt on the runtime with one slot (the loop
+// `bee serve` runs), print text (or one JSON object with --json) and tokens/s.
 #include <cmath>
 #include <cstdio>
 
@@ -14,9 +14,8 @@
 #include "base/timer.h"
 #include "model/engine.h"
 #include "sample/sampler.h"
-#include "spec/generate.h"
-#include "spec/registry.h"
-#include "spec/speculator.h"
+#include "runtime/local_run.h"
+#include "spec/stats.h"
 
 namespace bee {
 
@@ -37,48 +36,56 @@ struct RunResult {
     std::vector<int32_t> prompt_tokens, tokens;
     std::string text;
     double prompt_ms = 0, predicted_ms = 0;
+    std::shared_ptr<const SpecStats> spec_stats;  // null: no speculation
+    std::string spec_policy;
 };
 
-RunResult generate(Engine& eng, const RunOptions& o, Speculator* spec, bool stream) {
+// One task on the runtime with one slot, as `bee serve` runs a request.
+RunResult generate(Engine& eng, const RunOptions& o, bool stream) {
     const Tokenizer& tok = eng.model().tokenizer();
     RunResult r;
     r.prompt_tokens = tok.encode(o.prompt, true, true);
-    SamplingParams sp = with_vocab(o.sampling, eng.model());
+    if (r.prompt_tokens.empty()) fail("the prompt is empty (give -p TEXT or -f FILE)");
+    if ((int)r.prompt_tokens.size() >= eng.params().n_ctx)
+        fail("the prompt has %zu tokens but the context holds %d (raise -c)", r.prompt_tokens.size(), eng.params().n_ctx);
+    auto task = std::make_shared<runtime::Task>();
+    task->id = 1;
+    task->prompt = r.prompt_tokens;
+    runtime::GenParams& g = task->params;
+    g.sampling = with_vocab(o.sampling, eng.model());
     if (o.ignore_eos)  // as llama.cpp: every end-of-generation token gets a -inf logit bias
         for (int32_t id = 0; id < tok.n_vocab(); id++)
-            if (tok.is_eog(id)) sp.logit_bias.push_back({id, -INFINITY});
-    Sampler sampler(sp, eng.model().hparams().n_vocab);
+            if (tok.is_eog(id)) g.sampling.logit_bias.push_back({id, -INFINITY});
+    g.n_predict = o.n_predict;
+    g.special = o.special;
+    g.cache_prompt = false;
+    runtime::SchedulerParams sp;
+    sp.n_parallel = 1;
+    sp.n_batch = o.model.n_batch;
+    sp.spec = o.spec.params;
+    runtime::Scheduler sched(eng, sp);
     if (stream && !o.no_display_prompt) {
         fputs(o.prompt.c_str(), stdout);
         fflush(stdout);
     }
-    StreamDecoder dec(tok, o.special);
-    GenerateOptions go;
-    go.n_predict = o.n_predict;
-    go.n_batch = o.model.n_batch;
-    GenerateResult g = generate_tokens(eng, sampler, spec, r.prompt_tokens, go, [&](int32_t id) {
-        std::string piece = dec.push(id);
-        r.text += piece;
-        if (stream) {
-            fputs(piece.c_str(), stdout);
+    runtime::LocalResult l = runtime::run_task(sched, task, [&](const runtime::TaskEvent& e) {
+        if (stream && !e.content.empty()) {
+            fputs(e.content.c_str(), stdout);
             fflush(stdout);
         }
     });
-    std::string rest = dec.flush();
-    r.text += rest;
-    if (stream) {
-        fputs(rest.c_str(), stdout);
-        fputs("\n", stdout);
-    }
-    r.tokens = std::move(g.tokens);
-    r.prompt_ms = g.prompt_ms;
-    r.predicted_ms = g.predicted_ms;
+    if (stream) fputs("\n", stdout);
+    r.text = std::move(l.content);
+    r.tokens = std::move(l.tokens);
+    r.prompt_ms = l.finish.prompt_ms;
+    r.predicted_ms = l.finish.predicted_ms;
+    r.spec_stats = l.finish.spec_stats;
+    r.spec_policy = l.finish.spec_policy;
     return r;
 }
 
 // llama-server's timings.draft_n / draft_n_accepted, plus each drafter's counters.
-void add_spec_json(nlohmann::json& j, const Speculator& spec) {
-    const SpecStats& st = spec.stats();
+void add_spec_json(nlohmann::json& j, const SpecStats& st, const std::string& policy) {
     j["timings"]["draft_n"] = st.draft_n();
     j["timings"]["draft_n_accepted"] = st.draft_n_accepted();
     nlohmann::json drafters = nlohmann::json::array();
@@ -95,7 +102,7 @@ void add_spec_json(nlohmann::json& j, const Speculator& spec) {
                             {"acc_rate_per_pos", pos},
                             {"draft_ms", d.ms_draft}});
     }
-    j["speculative"] = {{"policy", spec.policy_name()},
+    j["speculative"] = {{"policy", policy},
                         {"cycles", st.n_cycles},
                         {"tokens_per_cycle", st.n_cycles ? (double)st.n_tokens / (double)st.n_cycles : 0.0},
                         {"drafters", drafters}};
@@ -146,19 +153,13 @@ int cmd_run(int argc, char** argv) {
                      eng.params().n_threads, ggml_type_name(eng.params().type_k), ggml_type_name(eng.params().type_v),
                      eng.kv().bytes_per_token(), eng.kv().total_bytes() / 1048576.0);
         finish_spec_options(o.spec, eng.params().n_ctx, eng.params().n_threads);
-        std::unique_ptr<SpecShared> spec_shared;
-        std::unique_ptr<Speculator> spec;
-        if (o.spec.params.enabled()) {
-            spec_shared = std::make_unique<SpecShared>(o.spec.params, *model);
-            spec = std::make_unique<Speculator>(*spec_shared);
-        }
-        RunResult r = generate(eng, o, spec.get(), !o.json);
+        RunResult r = generate(eng, o, !o.json);
         if (o.json) {
             nlohmann::json j = {{"prompt_tokens", r.prompt_tokens},
                                 {"tokens", r.tokens},
                                 {"text", r.text},
                                 {"timings", timings_json(r)}};
-            if (spec) add_spec_json(j, *spec);
+            if (r.spec_stats) add_spec_json(j, *r.spec_stats, r.spec_policy);
             printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         } else {
             nlohmann::json t = timings_json(r);
@@ -166,8 +167,8 @@ int cmd_run(int argc, char** argv) {
                     r.prompt_ms, t["prompt_per_second"].get<double>());
             fprintf(stderr, "generation: %d tokens, %.1f ms, %.2f tokens/s\n", (int)r.tokens.size(), r.predicted_ms,
                     t["predicted_per_second"].get<double>());
-            if (spec) {
-                const SpecStats& st = spec->stats();
+            if (r.spec_stats) {
+                const SpecStats& st = *r.spec_stats;
                 for (const DrafterStats& d : st.drafters) fprintf(stderr, "%s\n", d.line().c_str());
                 fprintf(stderr, "draft acceptance rate = %.5f (%lld accepted / %lld generated), %.2f tokens per decode\n",
                         st.draft_n() ? (double)st.draft_n_accepted() / (double)st.draft_n() : 0.0,

@@ -192,17 +192,7 @@ void finish_options(ServeOptions& o) {
     if (o.ctx_checkpoints != 32)
         BEE_LOG_INFO("--ctx-checkpoints has no effect: every cached prefix can be reused without checkpoints");
     s.sched.cache_ram_bytes = o.cache_ram_mib < 0 ? SIZE_MAX : (size_t)o.cache_ram_mib << 20;
-    if (!o.chat_template_file.empty()) {
-        s.chat_template = read_file(o.chat_template_file);
-    } else if (const char* builtin = chat::builtin_template(o.chat_template)) {
-        s.chat_template = builtin;
-    } else if (!o.chat_template.empty() && o.chat_template.find("{%") == std::string::npos &&
-               o.chat_template.find("{{") == std::string::npos) {
-        fail("--chat-template '%s': give Jinja source, a built-in name (%s), or --chat-template-file",
-             o.chat_template.c_str(), chat::builtin_template_names());
-    } else {
-        s.chat_template = o.chat_template;
-    }
+    s.chat_template = chat::select_template(o.chat_template_file, o.chat_template, "");  // "": the model's, once loaded
     if (!o.chat_template_kwargs.empty()) {
         try {
             s.chat_template_kwargs = chat::Json::parse(o.chat_template_kwargs);

@@ -1,6 +1,9 @@
 // chat/builtin_templates: the ChatML and Gemma turn formats, written as Jinja for the interpreter.
 #include "chat/builtin_templates.h"
 
+#include "base/error.h"
+#include "base/mapped_file.h"
+
 namespace bee::chat {
 
 namespace {
@@ -34,5 +37,16 @@ const char* builtin_template(std::string_view name) {
 }
 
 const char* builtin_template_names() { return "chatml, gemma"; }
+
+std::string select_template(const std::string& file, const std::string& name_or_source,
+                            const std::string& model_template) {
+    if (!file.empty()) return read_file(file);
+    if (name_or_source.empty()) return model_template;
+    if (const char* builtin = builtin_template(name_or_source)) return builtin;
+    if (name_or_source.find("{%") == std::string::npos && name_or_source.find("{{") == std::string::npos)
+        fail("--chat-template '%s': give Jinja source, a built-in name (%s), or --chat-template-file",
+             name_or_source.c_str(), builtin_template_names());
+    return name_or_source;
+}
 
 }  // namespace bee::chat

@@ -394,6 +394,7 @@ void Scheduler::decode_step() {
     for (Slot& s : slots_) {
         if (s.step_rows == 0) continue;
         s.t_last_used = now;
+        if (s.state() == Slot::State::generate) s.count_decode();
         if (s.drafting()) {  // verify_draft keeps s.cache in step with the KV cache
             try {
                 s.verify_draft(batch_, out_, eng_, n_ctx_slot_, now);

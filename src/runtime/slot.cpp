@@ -45,10 +45,11 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     indent_pending_.clear();
     // drafts would bypass the grammar; post-sampling probabilities are read from the sampler row by row
     if (spec_slot_ && gp.spec.n_max != 0 && !gp.grammar && !gp.post_sampling_probs) {
-        if (!gp.spec.types_given || gp.spec.types == spec_shared_->params().types) {
+        const std::vector<std::string>& types = gp.spec.types_given ? gp.spec.types : spec_shared_->params().types;
+        if (!gp.spec.fresh && types == spec_shared_->params().types) {
             spec_ = spec_slot_.get();
-        } else if (!gp.spec.types.empty()) {
-            spec_task_ = std::make_unique<Speculator>(*spec_shared_, gp.spec.types);
+        } else if (!types.empty()) {
+            spec_task_ = std::make_unique<Speculator>(*spec_shared_, types);
             spec_ = spec_task_.get();
         }
     }
@@ -297,6 +298,10 @@ void Slot::finish(StopType type, double now_ms) {
     fin_.stop_type = type;
     fin_.n_predicted = n_predicted_;
     fin_.predicted_ms = state_ == State::generate ? now_ms - t_prompt_end_ : 0;
+    if (spec_) {
+        fin_.spec_stats = std::make_shared<const SpecStats>(spec_->stats());
+        fin_.spec_policy = spec_->policy_name();
+    }
     if (on_finish) on_finish(fin_);  // before the done event: whoever sees the end sees its metrics
     TaskEvent done;
     done.kind = TaskEvent::done;

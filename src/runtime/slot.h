@@ -93,6 +93,7 @@ public:
     std::vector<std::string> spec_types() const;
 
     int32_t n_predicted() const { return n_predicted_; }
+    void count_decode() { fin_.n_decodes++; }  // a generation step of this task was decoded
     // The last task's finish record (valid after it ended, until the next start()).
     const FinishInfo& finish_info() const { return fin_; }
     // Called when a task ends, before its done event is sent (the scheduler's metrics).

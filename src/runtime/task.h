@@ -14,6 +14,7 @@
 #include "chat/loop_guard.h"
 #include "sample/grammar.h"
 #include "sample/sampler.h"
+#include "spec/stats.h"
 
 namespace bee {
 class SeqMemory;
@@ -58,6 +59,7 @@ struct GenParams {
         float p_min = -1;                 // draft model's confidence floor (< 0: --spec-draft-p-min)
         bool types_given = false;         // speculative.type: a subset of the server's --spec-type
         std::vector<std::string> types;   // empty with types_given: none
+        bool fresh = false;               // a new Speculator for this task (no depth state kept from earlier ones)
     } spec;
     // Constrained sampling (grammar, json_schema, response_format, tool_choice "required"); null: none.
     // A constrained request never speculates.
@@ -96,6 +98,11 @@ struct FinishInfo {
     double prompt_ms = 0, predicted_ms = 0;
     int64_t draft_n = 0;              // draft tokens proposed (timings.draft_n, only when > 0)
     int64_t draft_n_accepted = 0;     // of which the target accepted
+    int32_t n_decodes = 0;            // generation steps (target decodes after the prompt) this task took part in
+    // The task's Speculator when it ended (null: no speculation): its statistics (cumulative over the
+    // tasks that share a slot's Speculator) and depth policy, for the command-line reports.
+    std::shared_ptr<const SpecStats> spec_stats;
+    std::string spec_policy;
 };
 
 // What the scheduler sends back; a task ends with exactly one `done` or `error` event.
