@@ -3,7 +3,7 @@
 // bit-identical to a capture of the same tokens decoded on their own.
 #include <gtest/gtest.h>
 
-#include "spec/generate.h"
+#include "spec_loop.h"
 #include "spec_test_util.h"
 
 namespace bee::test {

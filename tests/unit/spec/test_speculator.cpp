@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "kv/kv_tree.h"
-#include "spec/generate.h"
+#include "spec_loop.h"
 #include "spec_test_util.h"
 
 namespace bee::test {

@@ -1,6 +1,7 @@
-// spec/generate: the single-sequence generation loop with optional speculation — prefill, then
-// draft / decode / verify / commit cycles until end of generation or the token budget. Used by
-// `bee run`, `bee bench spec` and the tests; the server drives Speculator itself (speculator.h).
+// tests/unit/spec/spec_loop: a minimal single-sequence loop over the Speculator contract (speculator.h) —
+// prefill, then draft / decode / verify / commit cycles — so the spec layer's tests run without the
+// runtime above it. Every front end (`bee run`, `bee chat`, `bee bench spec`, `bee serve`) uses the
+// runtime's scheduler instead (runtime/local_run.h).
 #pragma once
 #include <cstdint>
 #include <functional>

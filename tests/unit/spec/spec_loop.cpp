@@ -1,5 +1,5 @@
-// spec/generate: one sequence, prompt to last token, through the Speculator contract.
-#include "spec/generate.h"
+// tests/unit/spec/spec_loop: one sequence, prompt to last token, through the Speculator contract.
+#include "spec_loop.h"
 
 #include <algorithm>
 
