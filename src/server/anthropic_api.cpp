@@ -26,8 +26,9 @@ std::string block_type(const Json& b, const std::string& where) {
     return need_string(b, "type", where);
 }
 
-[[noreturn]] void no_images(const std::string& where) {
-    bad_request("%s: image and document input is not supported (text-only model)", where.c_str());
+// `kind` is "image" or "document".
+[[noreturn]] void no_media(const std::string& where, const std::string& kind) {
+    bad_request("%s: %s input is not supported (text-only model, no image projector)", where.c_str(), kind.c_str());
 }
 
 // A tool_result's content: a string, text blocks (joined), or nothing.
@@ -41,7 +42,7 @@ std::string tool_result_text(const Json& block, const std::string& where) {
         const std::string w = strfmt("%s.content[%zu]", where.c_str(), i);
         const std::string type = block_type((*c)[i], w);
         if (type == "text") text += need_string((*c)[i], "text", w);
-        else if (type == "image" || type == "document") no_images(w);
+        else if (type == "image" || type == "document") no_media(w, type);
     }
     return text;
 }
@@ -83,7 +84,7 @@ void convert_message(const Json& m, size_t i, Json& out) {
         } else if (type == "thinking") {
             reasoning += need_string(b, "thinking", w);
         } else if (type == "image" || type == "document") {
-            no_images(w);
+            no_media(w, type);
         } else if (type == "tool_use") {
             const Json* input = opt(b, "input");
             if (input && !input->is_object()) bad_request("%s.input must be an object", w.c_str());

@@ -36,7 +36,8 @@ std::string content_text(const Json& item, const std::string& where) {
         if (type == "input_text" || type == "output_text") text += need_string(p, "text", w);
         else if (type == "refusal") text += need_string(p, "refusal", w);
         else if (type == "input_image" || type == "input_file" || type == "input_audio")
-            bad_request("%s: '%s' is not supported (text-only model)", w.c_str(), type.c_str());
+            bad_request("%s: %s input is not supported (text-only model, no image projector)", w.c_str(),
+                        type.substr(6).c_str());
         else bad_request("%s.type '%s': expected input_text, output_text or refusal", w.c_str(), type.c_str());
     }
     return text;
