@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 DEB_PACKAGES=(build-essential cmake pkg-config nlohmann-json3-dev libcpp-httplib-dev libgtest-dev libgmock-dev
               libbenchmark-dev libpcre2-dev libxxhash-dev libssl-dev zlib1g-dev libbrotli-dev chromium chromium-driver
               python3 python3-pip unzip libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools)
-PY_PACKAGES=(pytest numpy gguf jinja2 openai selenium)
+PY_PACKAGES=(pytest numpy gguf jinja2 openai anthropic selenium)
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 

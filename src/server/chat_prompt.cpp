@@ -33,9 +33,9 @@ Json normalize_message(const Json& m, size_t i) {
 
 }  // namespace
 
-ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body) {
+ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body, bool allow_empty) {
     auto msgs = body.find("messages");
-    if (msgs == body.end() || !msgs->is_array() || msgs->empty()) bad_request("'messages' must be a non-empty array");
+    if (msgs == body.end() || !msgs->is_array() || (msgs->empty() && !allow_empty)) bad_request("'messages' must be a non-empty array");
     chat::ChatInput in;
     for (size_t i = 0; i < msgs->size(); i++) in.messages.push_back(normalize_message((*msgs)[i], i));
     if (body.contains("tools") && !body["tools"].is_null()) {
@@ -55,7 +55,7 @@ ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body) {
     if (tok.eos() >= 0) in.eos_token = tok.token_text(tok.eos());
     // Assistant prefill: a last assistant message is continued rather than closed.
     std::string prefill;
-    if (in.messages.back().value("role", "") == "assistant" && in.messages.back()["content"].is_string()) {
+    if (!in.messages.empty() && in.messages.back().value("role", "") == "assistant" && in.messages.back()["content"].is_string()) {
         prefill = in.messages.back()["content"].get<std::string>();
         in.messages.erase(in.messages.size() - 1);
     }

@@ -15,7 +15,8 @@ struct ChatPrompt {
     bool starts_in_reasoning = false;  // the rendered prompt ends inside an opened <think>
 };
 
-// 400 on a malformed message list, bad chat_template_kwargs, or a template error.
-ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body);
+// 400 on a malformed message list, bad chat_template_kwargs, or a template error. `allow_empty`: an
+// empty `messages` is rendered (no turns) instead of refused.
+ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body, bool allow_empty = false);
 
 }  // namespace bee::server

@@ -231,9 +231,10 @@ struct StreamState {
     }
 };
 
-bool write_all(httplib::DataSink& sink, const std::vector<Json>& payloads) {
+bool write_all(httplib::DataSink& sink, const std::vector<Json>& payloads, const StreamFormat& fmt) {
     for (const Json& j : payloads) {
-        const std::string s = sse_data(j);
+        std::string s = sse_data(j);
+        if (fmt.event_names && j.contains("type") && j["type"].is_string()) s = "event: " + j["type"].get<std::string>() + "\n" + s;
         if (!sink.write(s.data(), s.size())) return false;
     }
     return true;
@@ -245,23 +246,23 @@ bool pump_events(StreamState& st, size_t i, const std::vector<TaskEvent>& evs, h
     for (const TaskEvent& e : evs) {
         bool ok = true;
         if (e.kind == TaskEvent::error) {
-            ok = write_all(sink, {error_json(e.http_status, e.error_type, e.error_message)});
+            ok = write_all(sink, {fmt.error ? fmt.error(e) : error_json(e.http_status, e.error_type, e.error_message)}, fmt);
             st.finished = true;
             st.cancel_all();
         } else if (e.has_progress) {
-            if (fmt.progress) ok = write_all(sink, {fmt.progress(e)});
+            if (fmt.progress) ok = write_all(sink, {fmt.progress(e)}, fmt);
         } else {
             if (!e.content.empty() || !e.reasoning.empty() || !e.tokens.empty()) {
                 std::vector<Json> chunks = fmt.delta(e);
                 if (e.has_timings && !chunks.empty()) chunks.back()["timings"] = timings_json(e.finish);
-                ok = write_all(sink, chunks);
+                ok = write_all(sink, chunks, fmt);
             }
             if (ok && e.kind == TaskEvent::done) {
-                ok = write_all(sink, fmt.done(e.finish));
+                ok = write_all(sink, fmt.done(e.finish), fmt);
                 st.finish[i] = e.finish;
                 st.task_done[i] = true;
                 if (++st.n_done == st.tasks.size()) {
-                    if (ok && st.after_all) ok = write_all(sink, st.after_all(st.finish));
+                    if (ok && st.after_all) ok = write_all(sink, st.after_all(st.finish), fmt);
                     if (ok && fmt.done_sentinel) {
                         static const char kDone[] = "data: [DONE]\n\n";
                         ok = sink.write(kDone, sizeof kDone - 1);
@@ -285,7 +286,7 @@ bool pump(StreamState& st, httplib::DataSink& sink) {
     if (!st.started) {
         st.started = true;
         for (const StreamFormat& f : st.fmts)
-            if (f.start && !write_all(sink, f.start())) return false;
+            if (f.start && !write_all(sink, f.start(), f)) return false;
     }
     size_t first = 0;  // wait on the first unfinished task; poll the others
     while (st.task_done[first]) first++;

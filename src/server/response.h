@@ -61,6 +61,8 @@ struct StreamFormat {
     std::function<std::vector<Json>(const FinishInfo&)> done;        // at the end
     std::function<Json(const TaskEvent&)> progress;                  // a prompt_progress event (may be unset)
     bool done_sentinel = true;                                       // "data: [DONE]" (OpenAI routes)
+    bool event_names = false;    // each payload is preceded by "event: <its type field>" (Anthropic, Responses)
+    std::function<Json(const TaskEvent&)> error;                     // an error event's payload (unset: error_json)
 };
 
 // Submits the task and streams it. A failed write (client gone) cancels the task.

@@ -15,6 +15,8 @@ void register_tokenize_routes(httplib::Server& svr, ServerContext& ctx);    // /
 void register_metrics_routes(httplib::Server& svr, ServerContext& ctx);     // /metrics
 void register_page_routes(httplib::Server& svr, ServerContext& ctx);        // / (chat page)
 void register_infill_routes(httplib::Server& svr, ServerContext& ctx);      // /infill
+void register_anthropic_routes(httplib::Server& svr, ServerContext& ctx);   // /v1/messages (Anthropic)
+void register_responses_routes(httplib::Server& svr, ServerContext& ctx);   // /v1/responses (OpenAI)
 
 // Runs a native /completion request for prompts already tokenized (by /completion or /infill): the
 // generation fields of `body`, stream or not, n choices per prompt.

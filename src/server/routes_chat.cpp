@@ -4,12 +4,8 @@
 #include <ctime>
 #include <functional>
 
-#include "base/error.h"
 #include "chat/reasoning.h"
-#include "chat/tool_calls.h"
-#include "sample/json_schema.h"
-#include "server/chat_prompt.h"
-#include "server/request.h"
+#include "server/chat_request.h"
 #include "server/response.h"
 #include "server/routes.h"
 
@@ -26,107 +22,6 @@ Json chat_chunk(const ServerContext& ctx, const std::string& id, int64_t created
                 {"choices", std::move(choices)}};
 }
 
-// How the request wants tool calls handled: parse them out of the reply (tools given, tool_choice not
-// "none", parse_tool_calls not false), and whether more than one call may be returned.
-struct ToolMode {
-    bool parse = false;
-    bool parallel = true;
-    bool force = false;       // tool_choice "required" or a named function: a grammar forces a call
-    std::string only;         // the named function (tool_choice {"type": "function", ...}), else empty
-    chat::ToolCallFormat format = chat::ToolCallFormat::generic;
-    chat::ToolCallSyntax syntax;  // how a forced call is written (the format's shape for this template)
-};
-
-ToolMode tool_mode(const ServerContext& ctx, const Json& body) {
-    ToolMode m;
-    const bool has_tools = body.contains("tools") && body["tools"].is_array() && !body["tools"].empty();
-    std::string choice = "auto";
-    if (body.contains("tool_choice") && !body["tool_choice"].is_null()) {
-        const Json& tc = body["tool_choice"];
-        if (tc.is_string()) choice = tc.get<std::string>();
-        else if (!tc.is_object()) bad_request("'tool_choice' must be \"none\", \"auto\", \"required\" or an object");
-        if (tc.is_string() && choice != "none" && choice != "auto" && choice != "required")
-            bad_request("invalid tool_choice '%s': expected none, auto or required", choice.c_str());
-        if (tc.is_object()) {
-            const Json* fn = tc.contains("function") && tc["function"].is_object() ? &tc["function"] : nullptr;
-            if (!fn || !fn->contains("name") || !(*fn)["name"].is_string())
-                bad_request("'tool_choice' object must be {\"type\": \"function\", \"function\": {\"name\": \"...\"}}");
-            m.only = (*fn)["name"].get<std::string>();
-            choice = "required";
-        }
-        if (choice == "required" && !has_tools) bad_request("tool_choice '%s' needs a non-empty 'tools' list", choice.c_str());
-        m.force = choice == "required";
-    }
-    m.parse = has_tools && choice != "none" && get_bool(body, "parse_tool_calls", true);
-    m.parallel = get_bool(body, "parallel_tool_calls", true);
-    m.format = chat::detect_tool_call_format(ctx.tmpl_source);
-    m.syntax = chat::tool_call_syntax(m.format, ctx.tmpl_source);
-    return m;
-}
-
-// A format marker in GBNF: the whole token `<[id]>` when the vocabulary has it as a control token (its
-// text is never generated as text, e.g. Mistral's [TOOL_CALLS]), else the literal text.
-std::string marker_gbnf(const std::string& text, const Tokenizer& tok) {
-    if (text.empty()) return "";
-    const int32_t id = tok.find_token(text);
-    if (id >= 0 && tok.token_type(id) == TokenType::control) return strfmt("<[%d]>", id);
-    return gbnf_literal(text);
-}
-
-// The ids of those texts that the vocabulary has as control tokens (the slot decodes them as text).
-std::vector<int32_t> control_tokens(const std::vector<std::string>& texts, const Tokenizer& tok) {
-    std::vector<int32_t> ids;
-    for (const std::string& t : texts) {
-        const int32_t id = t.empty() ? -1 : tok.find_token(t);
-        if (id >= 0 && tok.token_type(id) == TokenType::control) ids.push_back(id);
-    }
-    return ids;
-}
-
-// The grammar that forces tool_choice "required" / a named function: one call (several if parallel calls
-// are on and the format can write them) of the listed tools, each with arguments valid for its
-// `parameters` schema, in the template's tool-call format.
-std::string tool_call_gbnf(const Json& tools, const ToolMode& m, const Tokenizer& tok) {
-    const chat::ToolCallSyntax& sx = m.syntax;
-    std::string calls, rules;
-    for (size_t i = 0; i < tools.size(); i++) {
-        const Json& t = tools[i];
-        const Json* fn = t.is_object() && t.contains("function") && t["function"].is_object() ? &t["function"] : nullptr;
-        if (!fn || !fn->contains("name") || !(*fn)["name"].is_string())
-            bad_request("tools[%zu] must be {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}", i);
-        const std::string name = (*fn)["name"].get<std::string>();
-        if (!m.only.empty() && name != m.only) continue;
-        const Json params = fn->contains("parameters") ? (*fn)["parameters"] : Json{{"type", "object"}};
-        std::string args;
-        try {
-            JsonSchemaGbnf conv(params, strfmt("tool%zu-", i));
-            args = conv.expr(params, strfmt("tools[%zu].function.parameters", i));
-            rules += conv.rules(false);
-        } catch (const Error& e) {
-            bad_request("%s", e.what());
-        }
-        if (!sx.args_open.empty()) {  // Mistral: [TOOL_CALLS]name[ARGS]{...}
-            calls += (calls.empty() ? "" : " | ") + strfmt("( %s %s %s %s )", marker_gbnf(sx.call_open, tok).c_str(),
-                                                          gbnf_literal(name).c_str(), marker_gbnf(sx.args_open, tok).c_str(),
-                                                          args.c_str());
-            continue;
-        }
-        calls += (calls.empty() ? "" : " | ") +
-                 strfmt("( %s \"{\" json-ws %s json-ws \":\" json-ws %s json-ws \",\" json-ws %s json-ws \":\" json-ws %s "
-                        "json-ws \"}\" %s )",
-                        gbnf_literal(sx.call_open).c_str(), gbnf_literal("\"name\"").c_str(),
-                        gbnf_literal(Json(name).dump()).c_str(), gbnf_literal("\"" + sx.args_key + "\"").c_str(),
-                        args.c_str(), gbnf_literal(sx.call_close).c_str());
-    }
-    if (calls.empty()) bad_request("tool_choice names function '%s', which is not in 'tools'", m.only.c_str());
-    std::string root = "root ::= " + gbnf_literal(sx.list_open) + " call ";
-    if (m.parallel && !sx.args_open.empty() && m.only.empty()) root += "call* ";  // each call has its own opener
-    if (m.parallel && !sx.separator.empty() && m.only.empty()) root += "( " + gbnf_literal(sx.separator) + " call )* ";
-    root += gbnf_literal(sx.list_close) + "\n";
-    JsonSchemaGbnf prims(Json::object());
-    return root + "call ::= " + calls + "\n" + rules + prims.rules(true);
-}
-
 // OpenAI's tool_calls entries; `index0` >= 0 adds the stream's per-call "index".
 Json tool_calls_json(const std::vector<chat::ToolCall>& calls, int index0 = -1) {
     Json out = Json::array();
@@ -140,14 +35,6 @@ Json tool_calls_json(const std::vector<chat::ToolCall>& calls, int index0 = -1) 
         out.push_back(std::move(j));
     }
     return out;
-}
-
-// Keeps only the first call when the request turned parallel calls off. Returns the calls to send.
-std::vector<chat::ToolCall> limit_calls(std::vector<chat::ToolCall> calls, const ToolMode& m, size_t n_sent) {
-    if (m.parallel) return calls;
-    if (n_sent > 0) return {};
-    if (calls.size() > 1) calls.resize(1);
-    return calls;
 }
 
 // One choice of a non-streaming reply.
@@ -237,23 +124,12 @@ StreamFormat chat_stream_format(ServerContext& ctx, const std::string& id, int64
 
 void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     const Json body = parse_body(req);
-    const ToolMode tools = tool_mode(ctx, body);
     const int32_t n = parse_n_choices(body);
-    ChatPrompt cp = render_chat_prompt(ctx, body);
-    GenParams g = parse_gen_params(body, ctx, Api::oai_chat);
-    if (tools.force) {
-        if (g.grammar) bad_request("tool_choice '%s' cannot be combined with a grammar or response_format", tools.only.empty() ? "required" : "function");
-        set_grammar(g, tool_call_gbnf(body["tools"], tools, ctx.tokenizer()), ctx.tokenizer());
-    }
-    const bool legacy = cp.format == ReasoningFormat::deepseek_legacy;
-    g.reasoning = cp.reasoning && !legacy;
-    g.starts_in_reasoning = cp.starts_in_reasoning;
-    if (!cp.reasoning) g.loop_guard.mode = chat::LoopGuardMode::Off;
-    std::vector<std::string> markers;
-    if (tools.parse) markers = chat::tool_call_markers(tools.format);
-    if (cp.reasoning) markers.insert(markers.end(), {g.think_open, g.think_close});
-    g.shown_tokens = control_tokens(markers, ctx.tokenizer());
-    auto tasks = make_tasks(ctx, ctx.tokenizer().encode(cp.text, true, true), g, n);
+    ChatRequest cr = prepare_chat(ctx, body);
+    const ToolMode& tools = cr.tools;
+    const ChatPrompt& cp = cr.prompt;
+    const GenParams& g = cr.gen;
+    auto tasks = make_tasks(ctx, cr.tokens, g, n);
     const std::string id = random_id("chatcmpl-");
     const int64_t created = (int64_t)time(nullptr);
 

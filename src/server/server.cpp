@@ -191,6 +191,8 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
     register_metrics_routes(svr_, ctx_);
     register_page_routes(svr_, ctx_);
     register_infill_routes(svr_, ctx_);
+    register_anthropic_routes(svr_, ctx_);
+    register_responses_routes(svr_, ctx_);
 }
 
 HttpServer::~HttpServer() { stop(); }

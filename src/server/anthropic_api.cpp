@@ -1,0 +1,213 @@
+// server/anthropic_api: Messages API request → OpenAI chat body; reply, usage and error objects.
+#include "server/anthropic_api.h"
+
+#include "base/error.h"
+#include "server/response.h"
+
+namespace bee::server {
+
+namespace {
+
+// The value of `key` in object `o`, or nullptr when absent or null.
+const Json* opt(const Json& o, const char* key) {
+    auto it = o.find(key);
+    return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string need_string(const Json& o, const char* key, const std::string& where) {
+    const Json* v = opt(o, key);
+    if (!v || !v->is_string()) bad_request("%s.%s must be a string", where.c_str(), key);
+    return v->get<std::string>();
+}
+
+// The `type` of a content block (400 unless the block is an object with a string type).
+std::string block_type(const Json& b, const std::string& where) {
+    if (!b.is_object()) bad_request("%s must be an object", where.c_str());
+    return need_string(b, "type", where);
+}
+
+// `kind` is "image" or "document".
+[[noreturn]] void no_media(const std::string& where, const std::string& kind) {
+    bad_request("%s: %s input is not supported (text-only model, no image projector)", where.c_str(), kind.c_str());
+}
+
+// A tool_result's content: a string, text blocks (joined), or nothing.
+std::string tool_result_text(const Json& block, const std::string& where) {
+    const Json* c = opt(block, "content");
+    if (!c) return "";
+    if (c->is_string()) return c->get<std::string>();
+    if (!c->is_array()) bad_request("%s.content must be a string or an array of blocks", where.c_str());
+    std::string text;
+    for (size_t i = 0; i < c->size(); i++) {
+        const std::string w = strfmt("%s.content[%zu]", where.c_str(), i);
+        const std::string type = block_type((*c)[i], w);
+        if (type == "text") text += need_string((*c)[i], "text", w);
+        else if (type == "image" || type == "document") no_media(w, type);
+    }
+    return text;
+}
+
+// The system prompt: a string or text blocks (joined).
+std::string system_text(const Json& sys) {
+    if (sys.is_string()) return sys.get<std::string>();
+    if (!sys.is_array()) bad_request("'system' must be a string or an array of text blocks");
+    std::string text;
+    for (size_t i = 0; i < sys.size(); i++) {
+        const std::string w = strfmt("system[%zu]", i);
+        if (block_type(sys[i], w) != "text") bad_request("%s: only text blocks are allowed in 'system'", w.c_str());
+        text += need_string(sys[i], "text", w);
+    }
+    return text;
+}
+
+// One Anthropic message → OpenAI messages appended to `out`: the tool results first (each a "tool"
+// message answering its tool_use), then the turn's text, reasoning and tool calls.
+void convert_message(const Json& m, size_t i, Json& out) {
+    const std::string where = strfmt("messages[%zu]", i);
+    if (!m.is_object()) bad_request("%s must be an object", where.c_str());
+    const std::string role = need_string(m, "role", where);
+    const Json* content = opt(m, "content");
+    if (!content) bad_request("%s.content is required", where.c_str());
+    if (content->is_string()) {
+        out.push_back({{"role", role}, {"content", *content}});
+        return;
+    }
+    if (!content->is_array()) bad_request("%s.content must be a string or an array of content blocks", where.c_str());
+    std::string text, reasoning;
+    Json calls = Json::array();
+    for (size_t k = 0; k < content->size(); k++) {
+        const Json& b = (*content)[k];
+        const std::string w = strfmt("%s.content[%zu]", where.c_str(), k);
+        const std::string type = block_type(b, w);
+        if (type == "text") {
+            text += need_string(b, "text", w);
+        } else if (type == "thinking") {
+            reasoning += need_string(b, "thinking", w);
+        } else if (type == "image" || type == "document") {
+            no_media(w, type);
+        } else if (type == "tool_use") {
+            const Json* input = opt(b, "input");
+            if (input && !input->is_object()) bad_request("%s.input must be an object", w.c_str());
+            calls.push_back({{"id", need_string(b, "id", w)},
+                             {"type", "function"},
+                             {"function", {{"name", need_string(b, "name", w)},
+                                           {"arguments", input ? input->dump() : std::string("{}")}}}});
+        } else if (type == "tool_result") {
+            out.push_back({{"role", "tool"}, {"tool_call_id", need_string(b, "tool_use_id", w)},
+                           {"content", tool_result_text(b, w)}});
+        }  // other block kinds (redacted_thinking, server tool blocks) carry nothing a local model reads
+    }
+    if (text.empty() && calls.empty() && reasoning.empty()) return;
+    Json msg = {{"role", role}, {"content", text}};
+    if (!calls.empty()) msg["tool_calls"] = std::move(calls);
+    if (!reasoning.empty()) msg["reasoning_content"] = reasoning;
+    out.push_back(std::move(msg));
+}
+
+Json convert_tools(const Json& tools) {
+    if (!tools.is_array()) bad_request("'tools' must be an array");
+    Json out = Json::array();
+    for (size_t i = 0; i < tools.size(); i++) {
+        const Json& t = tools[i];
+        const std::string w = strfmt("tools[%zu]", i);
+        if (!t.is_object()) bad_request("%s must be an object", w.c_str());
+        Json fn = {{"name", need_string(t, "name", w)}};
+        if (opt(t, "description")) fn["description"] = need_string(t, "description", w);
+        const Json* schema = opt(t, "input_schema");
+        if (schema && !schema->is_object()) bad_request("%s.input_schema must be an object", w.c_str());
+        fn["parameters"] = schema ? *schema : Json{{"type", "object"}};
+        out.push_back({{"type", "function"}, {"function", std::move(fn)}});
+    }
+    return out;
+}
+
+// tool_choice {type: auto | any | tool (with name) | none, disable_parallel_tool_use} → OpenAI's.
+void convert_tool_choice(const Json& tc, Json& chat) {
+    if (!tc.is_object()) bad_request("'tool_choice' must be an object such as {\"type\": \"auto\"}");
+    const std::string type = need_string(tc, "type", "tool_choice");
+    if (type == "auto" || type == "none") chat["tool_choice"] = type;
+    else if (type == "any") chat["tool_choice"] = "required";
+    else if (type == "tool") chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", need_string(tc, "name", "tool_choice")}}}};
+    else bad_request("invalid tool_choice.type '%s': expected auto, any, tool or none", type.c_str());
+    if (get_bool(tc, "disable_parallel_tool_use", false)) chat["parallel_tool_calls"] = false;
+}
+
+}  // namespace
+
+Json anthropic_to_chat(const Json& body) {
+    Json chat = Json::object();
+    Json messages = Json::array();
+    if (const Json* sys = opt(body, "system")) messages.push_back({{"role", "system"}, {"content", system_text(*sys)}});
+    const Json* msgs = opt(body, "messages");
+    if (!msgs) bad_request("'messages' is required");
+    if (!msgs->is_array()) bad_request("'messages' must be an array");
+    for (size_t i = 0; i < msgs->size(); i++) convert_message((*msgs)[i], i, messages);
+    chat["messages"] = std::move(messages);
+    if (const Json* tools = opt(body, "tools")) chat["tools"] = convert_tools(*tools);
+    if (const Json* tc = opt(body, "tool_choice")) convert_tool_choice(*tc, chat);
+    if (const Json* stop = opt(body, "stop_sequences")) {
+        if (!stop->is_array()) bad_request("'stop_sequences' must be an array of strings");
+        for (const Json& s : *stop)
+            if (!s.is_string()) bad_request("'stop_sequences' must be an array of strings");
+        chat["stop"] = *stop;
+    }
+    chat["max_tokens"] = get_int(body, "max_tokens", kAnthropicDefaultMaxTokens, 1, INT32_MAX);
+    for (const char* key : {"temperature", "top_p", "top_k", "stream", "chat_template_kwargs"})
+        if (const Json* v = opt(body, key)) chat[key] = *v;
+    if (const Json* th = opt(body, "thinking")) {
+        if (!th->is_object()) bad_request("'thinking' must be an object such as {\"type\": \"enabled\", \"budget_tokens\": 1024}");
+        if (get_string(*th, "type", "") == "enabled")
+            chat["thinking_budget_tokens"] = get_int(*th, "budget_tokens", 10000, 0, INT32_MAX);
+    }
+    if (const Json* md = opt(body, "metadata"); md && !md->is_object()) bad_request("'metadata' must be an object");
+    return chat;
+}
+
+const char* anthropic_stop_reason(const runtime::FinishInfo& f, bool called_tools) {
+    const bool ended = f.stop_type == runtime::StopType::eos || f.stop_type == runtime::StopType::word;
+    if (ended && called_tools) return "tool_use";
+    if (f.stop_type == runtime::StopType::word) return "stop_sequence";
+    if (f.stop_type == runtime::StopType::eos) return "end_turn";
+    return "max_tokens";
+}
+
+Json anthropic_usage(const runtime::FinishInfo& f) {
+    return {{"input_tokens", f.n_prompt - f.n_cached},
+            {"cache_creation_input_tokens", 0},
+            {"cache_read_input_tokens", f.n_cached},
+            {"output_tokens", f.n_predicted}};
+}
+
+Json anthropic_tool_use(const chat::ToolCall& c, bool with_input) {
+    Json b = {{"type", "tool_use"}, {"id", c.id.empty() ? random_id("toolu_") : c.id}, {"name", c.name}};
+    Json input = Json::object();
+    if (with_input) {
+        input = Json::parse(c.arguments, nullptr, false);
+        if (!input.is_object()) input = Json::object();  // a call whose arguments are not a JSON object
+    }
+    b["input"] = std::move(input);
+    return b;
+}
+
+Json anthropic_message(const std::string& id, const std::string& model, const std::string& reasoning,
+                       const std::string& text, const std::vector<chat::ToolCall>& calls, const runtime::FinishInfo& f) {
+    Json content = Json::array();
+    if (!reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", reasoning}, {"signature", ""}});
+    const bool blank = text.find_first_not_of(" \t\r\n") == std::string::npos;
+    if (!text.empty() && !(blank && !calls.empty())) content.push_back({{"type", "text"}, {"text", text}});
+    for (const chat::ToolCall& c : calls) content.push_back(anthropic_tool_use(c, true));
+    return {{"id", id},
+            {"type", "message"},
+            {"role", "assistant"},
+            {"model", model},
+            {"content", std::move(content)},
+            {"stop_reason", anthropic_stop_reason(f, !calls.empty())},
+            {"stop_sequence", f.stop_type == runtime::StopType::word ? Json(f.stopping_word) : Json(nullptr)},
+            {"usage", anthropic_usage(f)}};
+}
+
+Json anthropic_error(int status, const std::string& type, const std::string& message) {
+    return {{"type", "error"}, {"error", {{"type", type}, {"message", message}, {"code", status}}}};
+}
+
+}  // namespace bee::server

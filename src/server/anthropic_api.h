@@ -1,0 +1,39 @@
+// server/anthropic_api: the Anthropic Messages API's wire shapes — a /v1/messages body translated into
+// an OpenAI chat body (what /v1/chat/completions runs), and the reply, usage, stop_reason and error
+// objects built from a finished task.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "chat/tool_calls.h"
+#include "server/http_util.h"
+#include "runtime/task.h"
+
+namespace bee::server {
+
+// The max_tokens used when a request leaves it out (Anthropic requires it; llama-server defaults it).
+constexpr int64_t kAnthropicDefaultMaxTokens = 4096;
+
+// system (a string or text blocks) → a system message; content blocks → text, reasoning_content
+// (thinking), tool_calls (tool_use) and tool messages (tool_result); tools (input_schema → parameters),
+// tool_choice (auto / any / tool / none), stop_sequences → stop, max_tokens, temperature, top_p, top_k,
+// stream, thinking.budget_tokens, chat_template_kwargs. 400 naming the field on a wrong type.
+Json anthropic_to_chat(const Json& body);
+
+// "end_turn" (end of generation), "stop_sequence" (a stop string), "max_tokens" (token limit or full
+// context), "tool_use" (the reply called a tool).
+const char* anthropic_stop_reason(const runtime::FinishInfo& f, bool called_tools);
+// {input_tokens (not read from the cache), cache_creation_input_tokens, cache_read_input_tokens, output_tokens}
+Json anthropic_usage(const runtime::FinishInfo& f);
+// A tool_use content block; `with_input` false gives the streaming start block (input {}).
+Json anthropic_tool_use(const chat::ToolCall& c, bool with_input);
+
+// The non-streaming reply: {id, type: "message", role, model, content: [thinking?, text?, tool_use*],
+// stop_reason, stop_sequence, usage}.
+Json anthropic_message(const std::string& id, const std::string& model, const std::string& reasoning,
+                       const std::string& text, const std::vector<chat::ToolCall>& calls, const runtime::FinishInfo& f);
+
+// Anthropic's error object: {"type": "error", "error": {"type", "message", "code"}}.
+Json anthropic_error(int status, const std::string& type, const std::string& message);
+
+}  // namespace bee::server
