@@ -54,7 +54,7 @@ struct ServerParams {
     std::string reasoning_budget_message;
     chat::LoopGuardParams loop_guard;
     bool embedding = false;                // --embedding: /v1/embeddings, /embedding, /embeddings
-    bool reranking = false;                // --reranking: /rerank too (embedding with rank pooling)
+    bool reranking = false;                // --reranking, or --embedding --pooling rank: /rerank too
     Pooling pooling = Pooling::unspecified;  // --pooling; unspecified: the model's, else none (set at load)
     int32_t embd_normalize = 2;            // --embd-normalize: default of the request field (2: Euclidean)
 };

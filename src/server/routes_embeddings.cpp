@@ -257,18 +257,22 @@ void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Res
 
 void resolve_embedding_options(ServerContext& ctx) {
     ServerParams& p = ctx.params;
+    const char* flag = p.reranking                       ? "--reranking"
+                       : p.pooling == Pooling::unspecified ? "rank pooling (the file's pooling_type)"
+                                                           : "--pooling rank";
     if (p.reranking) {
         p.embedding = true;
         p.pooling = Pooling::rank;
     }
     if (p.pooling == Pooling::unspecified)  // the file's default, else none (as llama.cpp)
         p.pooling = ctx.model->hparams().pooling == Pooling::unspecified ? Pooling::none : ctx.model->hparams().pooling;
-    if (p.pooling == Pooling::rank && !has_rank_head(*ctx.model))
+    if (!p.embedding) return;
+    p.reranking = p.pooling == Pooling::rank;  // --embedding --pooling rank serves /rerank too (as llama-server)
+    if (p.reranking && !has_rank_head(*ctx.model))
         fail("%s: %s needs a classification head (cls.weight or cls.output.weight), which this model does not have",
-             p.model_path.c_str(), p.reranking ? "--reranking" : "--pooling rank");
-    if (p.embedding)
-        BEE_LOG_INFO("embeddings: pooling %s, %d values per embedding%s", pooling_name(p.pooling),
-                     pooled_width(*ctx.model, p.pooling), p.reranking ? ", /rerank on" : "");
+             p.model_path.c_str(), flag);
+    BEE_LOG_INFO("embeddings: pooling %s, %d values per embedding%s", pooling_name(p.pooling),
+                 pooled_width(*ctx.model, p.pooling), p.reranking ? ", /rerank on" : "");
 }
 
 void register_embedding_routes(httplib::Server& svr, ServerContext& ctx) {

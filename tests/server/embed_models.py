@@ -26,7 +26,8 @@ def _vocab():
 def write_model(path, arch="llama", head=None, seed=3, rerank_template=None):
     """Writes the model and returns its weights as numpy arrays (name -> array, (rows, cols) = (out, in)).
     head: None; "out" (cls.output.weight (2, n_embd), Qwen3 rerankers' shape); or "dense" (cls.weight
-    (32, n_embd) + cls.bias, cls.output.weight (1, 32) + cls.output.bias)."""
+    (32, n_embd) + cls.bias, cls.output.weight (1, 32) + cls.output.bias); or "bad" (cls.output.weight
+    (2, 32): rows that do not fit the hidden state)."""
     tokens, types, merges, pre = _vocab()
     n_vocab, hd = len(tokens), N_EMBD // N_HEAD
     w = gguf.GGUFWriter(str(path), arch)
@@ -81,6 +82,8 @@ def write_model(path, arch="llama", head=None, seed=3, rerank_template=None):
     if head == "out":
         w.add_array(f"{arch}.classifier.output_labels", ["yes", "no"])
         t("cls.output.weight", 2, N_EMBD, scale=0.5)
+    elif head == "bad":
+        t("cls.output.weight", 2, 32)
     elif head == "dense":
         t("cls.weight", 32, N_EMBD, scale=0.3)
         t("cls.bias", 32)

@@ -125,8 +125,26 @@ def test_rerank_needs_the_flag(rerankers):
         s.stop()
 
 
+def test_embedding_with_rank_pooling_serves_rerank(rerankers):
+    s = Server("-c", "512", "-np", "1", "--embedding", "--pooling", "rank", model=rerankers["plain"].parent / "llama-rerank.gguf")
+    try:
+        st, _, body = s.post("/rerank", {"query": "q", "documents": ["a", "b"]})
+        assert st == 200 and len(body["results"]) == 2
+    finally:
+        s.stop()
+
+
 def test_model_without_head_refused_at_start(rerankers):
     r = subprocess.run([str(BEE), "serve", "-m", str(rerankers["plain"]), "--port", str(free_port()), "--reranking"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0
     assert "classification head" in r.stderr and "--reranking" in r.stderr
+
+
+def test_head_of_the_wrong_shape_refused_at_load(tmp_path):
+    path = tmp_path / "bad-head.gguf"
+    write_model(path, head="bad")
+    r = subprocess.run([str(BEE), "serve", "-m", str(path), "--port", str(free_port())],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0
+    assert "cls.output.weight" in r.stderr and "expected 64" in r.stderr, r.stderr
