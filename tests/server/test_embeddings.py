@@ -212,3 +212,29 @@ def test_bad_requests_400(servers, body, needle):
 def test_input_longer_than_slot(servers):
     st, _, out = servers("mean").post("/v1/embeddings", {"input": [1] * 600})  # slots hold 512 tokens
     assert st == 400 and out["error"]["type"] == "exceed_context_size_error"
+
+
+def test_real_model_embedding_gives_its_logits():
+    """SmolLM2 (quantized, head tied to its Q8_0 token_embd): pooling last without normalisation, times the
+    dequantized head, ranks the next token as /completion does (the engine quantizes activations for the
+    Q8_0 head, so logprobs agree to within 0.1)."""
+    from conftest import SMOLLM
+    from embed_models import gguf
+
+    reader = gguf.GGUFReader(str(SMOLLM))
+    t = next(t for t in reader.tensors if t.name == "token_embd.weight")
+    head = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64)
+    s = Server("-c", "1024", "-np", "1", "--embedding", "--pooling", "last")
+    try:
+        text = "The capital of France is"
+        h = np.array(native(s, text, embd_normalize=-1)[0]["embedding"][0], np.float64)
+        logits = head @ h
+        logp = logits - logits.max() - np.log(np.exp(logits - logits.max()).sum())
+        st, _, body = s.post("/completion", {"prompt": text, "n_predict": 1, "n_probs": 3, "temperature": 0})
+        assert st == 200, body
+        top = body["completion_probabilities"][0]["top_logprobs"]
+        assert top[0]["id"] == int(np.argmax(logits))
+        for x in top:
+            assert abs(logp[x["id"]] - x["logprob"]) < 0.1, x
+    finally:
+        s.stop()
