@@ -155,8 +155,8 @@ struct Task {
     // token cache; it pushes the task's done event itself, and an exception becomes a 400 error event.
     std::function<void(SeqMemory& mem, std::vector<int32_t>& slot_cache, int32_t n_ctx_slot)> slot_action;
     // An engine action instead of a generation (embeddings and reranking, runtime/embed): run like a
-    // slot action, in an idle slot (least recently used unless params.id_slot pins one), with the engine,
-    // that slot's sequence id and token cache; `prompt` holds the tokens it will decode (the scheduler
+    // slot action, in an idle slot picked as for a generation (pinned, best cached prefix, else least
+    // recently used), with the engine, that slot's sequence id and token cache; `prompt` holds the tokens it will decode (the scheduler
     // makes room for them in a unified cache). It pushes the done event itself; an exception becomes a
     // 500 error event.
     std::function<void(Engine& eng, int32_t seq, std::vector<int32_t>& slot_cache)> engine_action;
