@@ -80,6 +80,14 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     p.action("--no-ui,--no-webui", "no chat page (/ answers 404)", [&s] { s.webui = false; });
     p.str("--slot-save-path", &s.slot_save_path, "DIR", "enable POST /slots/ID?action=save|restore|erase, files in DIR");
     p.str("-a,--alias", &s.alias, "NAME", "model name reported by the API (default: the file name)");
+    p.flag("--embedding,--embeddings", &s.embedding, "serve /v1/embeddings, /embedding and /embeddings (any model; "
+           "completions keep working)");
+    p.flag("--rerank,--reranking", &s.reranking, "serve /rerank (/v1/rerank): needs a model with a classification "
+           "head; implies --embedding --pooling rank");
+    p.custom("--pooling", "none|mean|cls|last|rank", "how embeddings pool the tokens' final hidden states [the "
+             "model's, else none]", [&s](const std::string& v) { s.pooling = parse_pooling(v, "--pooling"); });
+    p.i32("--embd-normalize", &s.embd_normalize, "default embd_normalize of pooled embeddings: -1 none, 0 max "
+          "absolute, 1 taxicab, 2 Euclidean, >2 p-norm [2]", -1, 64);
     p.i32("-n,--predict,--n-predict", &s.n_predict, "default max tokens per request (-1: no limit) [-1]", -1, INT32_MAX);
 }
 

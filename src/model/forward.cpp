@@ -219,6 +219,10 @@ void load_common_hparams(const GgufFile& f, HParams& hp) {
         fail("%s: %s.attention.layer_norm_rms_epsilon is %g: it must be in (0, 1]", f.path().c_str(), a.c_str(),
              hp.norm_eps);
     hp.n_swa = (int)arch_int(f, a, "attention.sliding_window", 0);
+    const int64_t pooling = arch_int(f, a, "pooling_type", -1);
+    if (pooling < -1 || pooling > (int64_t)Pooling::rank)
+        fail("%s: %s.pooling_type is %lld: expected -1..4", f.path().c_str(), a.c_str(), (long long)pooling);
+    hp.pooling = (Pooling)pooling;
     hp.attn_scale = 1.0f / std::sqrt((float)hp.head_dim);
     if (hp.head_dim <= 0 || hp.head_dim % 2 != 0 || hp.head_dim_v <= 0 || hp.n_ff <= 0)
         fail("%s: bad hparams: head_dim=%d head_dim_v=%d n_ff=%d", f.path().c_str(), hp.head_dim, hp.head_dim_v,
@@ -247,6 +251,7 @@ void bind_common_weights(const GgufFile& f, const HParams& hp, ModelWeights& w) 
     w.output = bind_weight(f, "output.weight", hp.n_embd, te->ne[1], false);
     if (!w.output) w.output = w.tok_embd;
     w.rope_freqs = bind_weight(f, "rope_freqs.weight", hp.layers[0].rope.n_rot / 2, 1, false);
+    bind_rank_head(f, hp, w);
     w.layers.resize(hp.n_layer);
 }
 

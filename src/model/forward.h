@@ -71,8 +71,12 @@ float arch_float(const GgufFile& f, const std::string& arch, const char* key, fl
 // Common hparams every decoder-only transformer has (n_embd, n_layer, heads, head dims, n_ff, eps,
 // context length, vocab size, rope defaults); fills hp.layers with one entry per layer.
 void load_common_hparams(const GgufFile& f, HParams& hp);
-// Binds token_embd, output_norm, output (tied to token_embd if absent), rope_freqs (optional).
+// Binds token_embd, output_norm, output (tied to token_embd if absent), rope_freqs (optional), and the
+// optional classification head (bind_rank_head).
 void bind_common_weights(const GgufFile& f, const HParams& hp, ModelWeights& w);
+// Binds cls.{weight,bias} and cls.output.{weight,bias} where the file has them, with llama.cpp's names
+// (model/pooling.cpp); throws Error naming the tensor if their shapes do not chain.
+void bind_rank_head(const GgufFile& f, const HParams& hp, ModelWeights& w);
 
 // Which optional per-layer tensors an architecture has (declared by the arch, not detected).
 struct LayerTensors {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "model/pooling.h"
 
 namespace bee {
 
@@ -30,6 +31,8 @@ struct HParams {
     float embd_scale = 1.0f;  // token embeddings multiplied by this (gemma: sqrt(n_embd))
     float final_softcap = 0.0f;
     float attn_softcap = 0.0f;
+    Pooling pooling = Pooling::unspecified;  // <arch>.pooling_type: the default of --pooling
+    bool rank_softmax = false;  // rank pooling ends with a softmax over the head's outputs (declared by the arch)
     std::vector<LayerParams> layers;
 };
 

@@ -35,6 +35,9 @@ struct ModelWeights {
     Weight output_norm;          // (n_embd)
     Weight output;               // (n_vocab, n_embd); == tok_embd when tied
     Weight rope_freqs;           // optional (n_rot/2)
+    // Optional classification head (rerankers, model/pooling): cls (n_cls, n_embd) + cls_b (n_cls), then
+    // cls_out (n_cls_out, n_cls, or n_embd without cls) + cls_out_b (n_cls_out).
+    Weight cls, cls_b, cls_out, cls_out_b;
     std::vector<LayerWeights> layers;
     std::vector<AlignedBytes> repacked;  // owns the data of every weight whose layout is not gguf
 };

@@ -150,12 +150,28 @@ void Scheduler::admit(double now) {
             }
             continue;
         }
+        if (task->engine_action) {  // embeddings, reranking: between two steps, on this thread
+            run_engine_action(slots_[si], *task, now);
+            continue;
+        }
         try {
             start_on_slot(slots_[si], task, now);
         } catch (const std::exception& e) {  // e.g. sampling parameters the sampler refuses
             slots_[si].cancel();
             fail_task(*task, 400, "invalid_request_error", e.what());
         }
+    }
+}
+
+void Scheduler::run_engine_action(Slot& s, Task& t, double now) {
+    if (params_.kv_unified) make_room((int)t.prompt.size());
+    s.t_last_used = now;
+    try {
+        t.engine_action(eng_, s.id(), s.cache);
+    } catch (const std::exception& e) {  // the sequence's cells are in doubt: drop them
+        eng_.memory().clear(s.id());
+        s.cache.clear();
+        fail_task(t, 500, "server_error", e.what());
     }
 }
 

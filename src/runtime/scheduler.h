@@ -81,6 +81,7 @@ private:
     void admit(double now);
     int pick_slot(const Task& t) const;
     void start_on_slot(Slot& s, std::shared_ptr<Task> t, double now);
+    void run_engine_action(Slot& s, Task& t, double now);
     size_t restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, size_t n_past);
     size_t reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size_t n_past, int32_t min_chunk);
     bool build_batch();

@@ -17,6 +17,7 @@
 #include "spec/stats.h"
 
 namespace bee {
+class Engine;
 class SeqMemory;
 }
 
@@ -160,6 +161,12 @@ struct Task {
     // it on the inference thread once slot params.id_slot is idle, with that slot's KV sequence and
     // token cache; it pushes the task's done event itself, and an exception becomes a 400 error event.
     std::function<void(SeqMemory& mem, std::vector<int32_t>& slot_cache, int32_t n_ctx_slot)> slot_action;
+    // An engine action instead of a generation (embeddings and reranking, runtime/embed): run like a
+    // slot action, in an idle slot picked as for a generation (pinned, best cached prefix, else least
+    // recently used), with the engine, that slot's sequence id and token cache; `prompt` holds the tokens it will decode (the scheduler
+    // makes room for them in a unified cache). It pushes the done event itself; an exception becomes a
+    // 500 error event.
+    std::function<void(Engine& eng, int32_t seq, std::vector<int32_t>& slot_cache)> engine_action;
     std::shared_ptr<TaskChannel> channel = std::make_shared<TaskChannel>();
 };
 

@@ -11,6 +11,7 @@
 #include "chat/template.h"
 #include "model/engine.h"
 #include "model/model.h"
+#include "model/pooling.h"
 #include "sample/sampler.h"
 #include "runtime/scheduler.h"
 
@@ -52,6 +53,10 @@ struct ServerParams {
     int32_t reasoning_budget = -1;
     std::string reasoning_budget_message;
     chat::LoopGuardParams loop_guard;
+    bool embedding = false;                // --embedding: /v1/embeddings, /embedding, /embeddings
+    bool reranking = false;                // --reranking, or --embedding --pooling rank: /rerank too
+    Pooling pooling = Pooling::unspecified;  // --pooling; unspecified: the model's, else none (set at load)
+    int32_t embd_normalize = 2;            // --embd-normalize: default of the request field (2: Euclidean)
 };
 
 struct ServerContext {

@@ -6,6 +6,7 @@ namespace bee {
 static void qwen3_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
     load_common_hparams(f, hp);
     for (LayerParams& lp : hp.layers) lp.rope.mode = RopeMode::neox;
+    hp.rank_softmax = true;  // Qwen3 rerankers: yes/no logits of the head, softmaxed (as llama.cpp)
     bind_common_weights(f, hp, w);
     LayerTensors t;
     t.qk_norm = true;
