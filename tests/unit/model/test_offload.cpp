@@ -199,7 +199,9 @@ TEST(OffloadRefusals, QuantizedKvAndUnknownDevice) {
     EXPECT_THROW(Engine(*tm.model, q), Error);
 }
 
-// SmolLM2 fully offloaded: 16 greedy tokens after a short prompt are the CPU's, up to near-ties.
+// SmolLM2 fully offloaded: kRealSteps greedy tokens after a short prompt are the CPU's, up to near-ties.
+constexpr int kRealSteps = 4;  // llvmpipe runs the 135M model at a few seconds per token
+
 TEST(OffloadReal, SmolLM2GreedyMatchesCpu) {
     const std::string path = std::string(BEE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
     if (!std::ifstream(path)) GTEST_SKIP() << path << " is missing: run `make models`";
@@ -212,7 +214,7 @@ TEST(OffloadReal, SmolLM2GreedyMatchesCpu) {
     auto greedy = [&](Engine& eng, std::vector<std::vector<float>>& steps) {
         std::vector<float> l = decode_chunks(eng, prompt, 0, 0, (int)prompt.size());
         std::vector<int32_t> out;
-        for (int i = 0; i < kN; i++) {
+        for (int i = 0; i < kRealSteps; i++) {
             const float* last = l.data() + l.size() - nv;
             steps.emplace_back(last, last + nv);
             out.push_back((int32_t)(std::max_element(last, last + nv) - last));
@@ -222,13 +224,13 @@ TEST(OffloadReal, SmolLM2GreedyMatchesCpu) {
     };
     std::vector<std::vector<float>> lc, ld;
     const std::vector<int32_t> tc = greedy(cpu, lc), td = greedy(*dev, ld);
-    for (int i = 0; i < kN; i++) {
+    for (int i = 0; i < kRealSteps; i++) {
         if (tc[(size_t)i] == td[(size_t)i]) continue;
         const Compare c = compare_logits(ld[(size_t)i], lc[(size_t)i], nv);  // a flip is allowed at a near-tie only
         EXPECT_EQ(c.greedy_mismatch, 0) << "step " << i;
         break;  // the sequences differ from here on
     }
-    printf("[ offload ] SmolLM2 on %s: cpu %s / device %s\n", dev->offload()->describe().c_str(),
+    printf("[ offload ] SmolLM2 on %s: cpu '%s' / device '%s'\n", dev->offload()->describe().c_str(),
            m->tokenizer().decode(tc).c_str(), m->tokenizer().decode(td).c_str());
 }
 
