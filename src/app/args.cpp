@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 
 #include "app/args_compat.h"
+#include "app/args_device.h"
 #include "base/error.h"
 #include "base/log.h"
 #include "kv/kv_cache.h"
@@ -263,6 +264,7 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
              "keep turbo V at q8_0 on the first and last N layers (auto: 2 on models of 16+ layers; 0: none) [auto]",
              [&o](const std::string& v) { o.kv_boundary_layers = kv_boundary_from_name(v, "--kv-boundary-layers"); });
     add_load_options(p, o);
+    add_device_options(p, o.offload);
     add_log_options(p);
     add_compat_options(p, kCompatModel);
 }
@@ -384,6 +386,7 @@ EngineParams engine_params(const ModelOptions& o) {
     ep.kv_auto_asymmetric = o.kv_auto_asymmetric;
     ep.kv_rotate = o.kv_rotate;
     ep.kv_boundary_layers = o.kv_boundary_layers;
+    ep.offload = o.offload;
     return ep;
 }
 

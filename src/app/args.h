@@ -74,6 +74,7 @@ struct ModelOptions {
     int32_t kv_boundary_layers = kKvBoundaryAuto;  // --kv-boundary-layers (kv/kv_layers.h)
     ModelLoadParams load;  // --override-kv, --rope-*, --check-tensors
     bool mlock = false;    // --mlock: lock the loaded model in RAM
+    OffloadParams offload; // -ngl, -dev (app/args_device.h)
 };
 // Also registers the log options (-v, -lv, --log-*) and the llama.cpp model/device flags Bee accepts
 // or refuses (app/args_compat.h).

@@ -1,11 +1,14 @@
 // app/args_compat: llama.cpp flags that have no effect in Bee, or that Bee refuses, as a table.
 #include "app/args_compat.h"
 
+#include "model/offload.h"
+
 namespace bee {
 
 namespace {
 
-enum class Act { ignore, refuse };
+// device: acted on by app/args_device.cpp when the build has the Vulkan layer, else ignored with the note.
+enum class Act { ignore, refuse, device };
 
 struct CompatRow {
     const char* names;
@@ -25,15 +28,16 @@ constexpr const char* kNoMedia = "this build has no multimodal support";
 // clang-format off
 constexpr CompatRow kRows[] = {
     // model and devices
-    {"-ngl,--gpu-layers,--n-gpu-layers", M | B, Act::ignore, 1, kNoGpu},
-    {"-dev,--device", M | B, Act::ignore, 1, kNoGpu},
+    {"-ngl,--gpu-layers,--n-gpu-layers", M | B, Act::device, 1, kNoGpu},
+    {"-dev,--device", M | B, Act::device, 1, kNoGpu},
     {"-sm,--split-mode", M | B, Act::ignore, 1, kNoGpu},
     {"-ts,--tensor-split", M | B, Act::ignore, 1, kNoGpu},
     {"-mg,--main-gpu", M | B, Act::ignore, 1, kNoGpu},
     {"-ot,--override-tensor", M | B, Act::ignore, 1, "every tensor is in host memory (one CPU backend)"},
     {"-cmoe,--cpu-moe", M, Act::ignore, 0, "every tensor is in host memory (one CPU backend)"},
     {"-ncmoe,--n-cpu-moe", M | B, Act::ignore, 1, "every tensor is in host memory (one CPU backend)"},
-    {"-kvo,--kv-offload,-nkvo,--no-kv-offload", M, Act::ignore, 0, "the KV cache is in host memory (no GPU backend)"},
+    {"-kvo,--kv-offload,-nkvo,--no-kv-offload", M, Act::ignore, 0,
+     "the K/V of offloaded layers is always on the device, that of the others in host memory"},
     {"--op-offload,--no-op-offload", M, Act::ignore, 0, kNoGpu},
     {"--no-host", M, Act::ignore, 0, kNoGpu},
     {"-fit,--fit", M, Act::ignore, 1, "no device memory to fit: -c is taken as given"},
@@ -130,7 +134,8 @@ constexpr CompatRow kRows[] = {
     {"--ssl-key-file,--ssl-cert-file", V, Act::refuse, 1, "this build has no TLS: put a TLS proxy in front of it"},
     // llama-bench
     {"-mmp,--mmap", B, Act::ignore, 1, kMmap},
-    {"-nkvo,--no-kv-offload", B, Act::ignore, 1, "the KV cache is in host memory (no GPU backend)"},
+    {"-nkvo,--no-kv-offload", B, Act::ignore, 1,
+     "the K/V of offloaded layers is always on the device, that of the others in host memory"},
     {"-nr,--no-repack", B, Act::ignore, 1, "weights are always repacked for this CPU's matmul tiles"},
     {"--no-op-offload", B, Act::ignore, 1, kNoGpu},
     {"--delay", B, Act::ignore, 1, "tests run back to back"},
@@ -143,7 +148,7 @@ constexpr CompatRow kRows[] = {
 
 void add_compat_options(ArgParser& p, unsigned groups) {
     for (const CompatRow& r : kRows) {
-        if (!(r.groups & groups)) continue;
+        if (!(r.groups & groups) || (r.act == Act::device && offload_built())) continue;
         if (r.act == Act::refuse) {
             p.refused(r.names, r.note);
         } else {

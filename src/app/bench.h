@@ -21,6 +21,7 @@ struct BenchModelInfo {
 struct BenchResult {
     BenchModelInfo model;
     int n_threads = 0, n_batch = 0, n_ubatch = 0;
+    std::string backend = "CPU";  // "Vulkan" with -ngl on a device (layers, head or both)
     GgmlType type_k = GgmlType::F16, type_v = GgmlType::F16;
     int n_prompt = 0, n_gen = 0, n_depth = 0;
     std::vector<uint64_t> samples_ns;  // one per timed repetition

@@ -92,7 +92,7 @@ void bench_print_md(FILE* out, const std::vector<BenchResult>& rs) {
         const std::string gbps = tg ? strfmt("%.2f", r.gbps()) : "";
         // note: "±" is 2 bytes but one column; pad by one more so the table lines up.
         fprintf(out, "| %-24s | %6.2f MiB | %10s | %-7s | %7d | %14s | %21s | %10s | %8s |\n", r.model.type.c_str(),
-                r.model.size / 1048576.0, fmt_params(r.model.n_params).c_str(), "CPU", r.n_threads,
+                r.model.size / 1048576.0, fmt_params(r.model.n_params).c_str(), r.backend.c_str(), r.n_threads,
                 r.test_name().c_str(), ts.c_str(), mb.c_str(), gbps.c_str());
     }
 }

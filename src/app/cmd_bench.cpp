@@ -9,6 +9,7 @@
 
 #include "app/args.h"
 #include "app/args_compat.h"
+#include "app/args_device.h"
 #include "app/bench.h"
 #include "app/bench_spec.h"
 #include "app/commands.h"
@@ -35,6 +36,7 @@ struct BenchOptions {
     std::string output = "md";
     bool bandwidth = false;
     int32_t bandwidth_mb = 1024;
+    OffloadParams offload;  // -ngl, -dev
 };
 
 // "128,512" -> {128, 512}; each value in [lo, hi].
@@ -67,6 +69,7 @@ void add_bench_options(ArgParser& p, BenchOptions& o) {
     p.custom("-t,--threads", "N[,N...]", "threads (0: all cores) [0]",
              [&o](const std::string& v) { o.n_threads = parse_int_list(v, "-t/--threads", 0, 4096); });
     p.i32("-r,--repetitions", &o.reps, "timed repetitions per test [5]", 1, 1000);
+    add_device_options(p, o.offload);
     p.i32("-b,--batch-size", &o.n_batch, "logical batch size for prompt processing [2048]", 1, 1 << 20);
     p.i32("-ub,--ubatch-size", &o.n_ubatch, "physical batch size (rows per forward pass) [512]", 1, 1 << 20);
     p.custom("-ctk,--cache-type-k", "TYPE", (std::string("KV cache type for K: ") + kv_type_names() + " [f16]").c_str(),
@@ -228,9 +231,11 @@ void bench_model(const BenchOptions& o, const std::string& path, std::vector<Ben
         ep.kv_auto_asymmetric = o.kv_auto_asymmetric;
         ep.kv_rotate = o.kv_rotate;
         ep.kv_boundary_layers = o.kv_boundary_layers;
+        ep.offload = o.offload;
         Engine eng(*model, ep);
         for (BenchResult t : tests) {
             t.n_threads = eng.params().n_threads;
+            if (eng.offload()) t.backend = "Vulkan";
             t.type_k = eng.params().type_k;  // K protection may have kept K at q8_0
             BEE_LOG_INFO("bench: %s, %d threads, %s", t.model.type.c_str(), t.n_threads, t.test_name().c_str());
             run_once(eng, t);  // warm-up

@@ -172,4 +172,89 @@ void Ops::softmax(CommandList& cl, BufferRange x, int64_t n, int64_t n_rows, int
     cl.dispatch(pipeline("softmax", 1, sizeof push), {x}, &push, (uint32_t)n_rows);
 }
 
+namespace {
+
+// Push constants of eltwise.comp.
+struct EltwisePush {
+    uint32_t n, n_cols, stride, op;
+    float s;
+    uint32_t groups_x;
+};
+
+}  // namespace
+
+void Ops::add(CommandList& cl, BufferRange x, BufferRange y, int64_t n) {
+    if (n <= 0) fail("gpu: add: n %lld", (long long)n);
+    need_bytes(x, (size_t)n * 4, "add", "x");
+    need_bytes(y, (size_t)n * 4, "add", "y");
+    EltwisePush push{(uint32_t)n, 1, 1, 0, 0.0f, 0};
+    uint32_t gx, gy;
+    grid_2d(((uint64_t)n + 255) / 256, &gx, &gy);
+    push.groups_x = gx;
+    cl.dispatch(pipeline("eltwise", 2, sizeof push), {x, y}, &push, gx, gy);
+}
+
+void Ops::scale(CommandList& cl, BufferRange x, float s, int64_t n) {
+    if (n <= 0) fail("gpu: scale: n %lld", (long long)n);
+    need_bytes(x, (size_t)n * 4, "scale", "x");
+    EltwisePush push{(uint32_t)n, 1, 1, 1, s, 0};
+    uint32_t gx, gy;
+    grid_2d(((uint64_t)n + 255) / 256, &gx, &gy);
+    push.groups_x = gx;
+    cl.dispatch(pipeline("eltwise", 2, sizeof push), {x, x}, &push, gx, gy);
+}
+
+void Ops::add_row(CommandList& cl, BufferRange x, BufferRange bias, int64_t n_cols, int64_t n_rows, int64_t stride) {
+    if (n_cols <= 0 || n_rows <= 0 || stride < n_cols)
+        fail("gpu: add_row: bad shape %lld columns, %lld rows, stride %lld", (long long)n_cols, (long long)n_rows,
+             (long long)stride);
+    need_bytes(x, ((size_t)(n_rows - 1) * (size_t)stride + (size_t)n_cols) * 4, "add_row", "x");
+    need_bytes(bias, (size_t)n_cols * 4, "add_row", "bias");
+    EltwisePush push{(uint32_t)(n_cols * n_rows), (uint32_t)n_cols, (uint32_t)stride, 2, 0.0f, 0};
+    uint32_t gx, gy;
+    grid_2d(((uint64_t)push.n + 255) / 256, &gx, &gy);
+    push.groups_x = gx;
+    cl.dispatch(pipeline("eltwise", 2, sizeof push), {x, bias}, &push, gx, gy);
+}
+
+void Ops::kv_write(CommandList& cl, BufferRange x, int64_t x_stride, int n_rows, BufferRange cells, BufferRange kv,
+                   int64_t n_embd) {
+    if (n_rows <= 0 || n_embd <= 0 || n_embd % 2 || x_stride < n_embd)
+        fail("gpu: kv_write: bad shape %d rows of %lld values, stride %lld", n_rows, (long long)n_embd,
+             (long long)x_stride);
+    need_bytes(x, ((size_t)(n_rows - 1) * (size_t)x_stride + (size_t)n_embd) * 4, "kv_write", "x");
+    need_bytes(cells, (size_t)n_rows * 4, "kv_write", "cells");
+    need_bytes(kv, (size_t)n_embd * 2, "kv_write", "kv");
+    struct {
+        uint32_t n_rows, n_half, x_stride, groups_x;
+    } push{(uint32_t)n_rows, (uint32_t)(n_embd / 2), (uint32_t)x_stride, 0};
+    uint32_t gx, gy;
+    grid_2d(((uint64_t)n_rows * (uint64_t)(n_embd / 2) + 63) / 64, &gx, &gy);
+    push.groups_x = gx;
+    cl.dispatch(pipeline("kv_write", 3, sizeof push), {x, cells, kv}, &push, gx, gy);
+}
+
+void Ops::attention(CommandList& cl, const AttentionOp& a) {
+    if (a.n_rows <= 0 || a.n_head <= 0 || a.n_head_kv <= 0 || a.n_head % a.n_head_kv || a.head_dim <= 0 ||
+        a.head_dim % 2 || a.head_dim > 256 || a.n_cells <= 0 || a.out_stride < (int64_t)a.n_head * a.head_dim)
+        fail("gpu: attention: bad shape %d rows, %d heads (%d kv) of %d, %d cells, out stride %lld (head_dim even "
+             "and <= 256)", a.n_rows, a.n_head, a.n_head_kv, a.head_dim, a.n_cells, (long long)a.out_stride);
+    const size_t hd = (size_t)a.head_dim;
+    need_bytes(a.q, (size_t)a.n_rows * (size_t)a.n_head * hd * 4, "attention", "q");
+    need_bytes(a.k, (size_t)a.n_cells * (size_t)a.n_head_kv * hd * 2, "attention", "k");
+    need_bytes(a.v, (size_t)a.n_cells * (size_t)a.n_head_kv * hd * 2, "attention", "v");
+    need_bytes(a.offsets, ((size_t)a.n_rows + 1) * 4, "attention", "offsets");
+    need_bytes(a.cells, (size_t)(a.n_visible > 0 ? a.n_visible : 1) * 4, "attention", "cells");
+    need_bytes(a.out, ((size_t)(a.n_rows - 1) * (size_t)a.out_stride + (size_t)a.n_head * hd) * 4, "attention", "out");
+    struct {
+        uint32_t n_head, n_head_kv, head_dim, o_stride;
+        float scale, cap;
+        uint32_t groups_x;
+    } push{(uint32_t)a.n_head, (uint32_t)a.n_head_kv, (uint32_t)a.head_dim, (uint32_t)a.out_stride, a.scale, a.softcap, 0};
+    uint32_t gx, gy;
+    grid_2d((uint64_t)a.n_rows * (uint64_t)a.n_head, &gx, &gy);
+    push.groups_x = gx;
+    cl.dispatch(pipeline("attention", 6, sizeof push), {a.q, a.k, a.v, a.offsets, a.cells, a.out}, &push, gx, gy);
+}
+
 }  // namespace bee::gpu

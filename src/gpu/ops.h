@@ -25,6 +25,16 @@ struct RopeArgs {
     const float* freq_factors = nullptr;  // host memory: n_rot/2 divisors of theta (rope_freqs), or none
 };
 
+// Buffers and shape of Ops::attention.
+struct AttentionOp {
+    int n_rows = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
+    int n_cells = 0;        // cells in k and v
+    int64_t n_visible = 0;  // entries in cells (offsets[n_rows])
+    float scale = 1.0f, softcap = 0.0f;
+    BufferRange q, k, v, offsets, cells, out;
+    int64_t out_stride = 0;  // floats between output rows (>= n_head * head_dim)
+};
+
 class Ops {
 public:
     explicit Ops(Device& dev);
@@ -62,6 +72,23 @@ public:
     void act_mul(CommandList& cl, Activation act, BufferRange gate, BufferRange up, int64_t n);
     // Per row of n (stride apart): cap > 0: x = cap * tanh(x / cap); then softmax in place.
     void softmax(CommandList& cl, BufferRange x, int64_t n, int64_t n_rows, int64_t stride, float cap);
+    // x += y over n floats (the residual add).
+    void add(CommandList& cl, BufferRange x, BufferRange y, int64_t n);
+    // x *= s over n floats.
+    void scale(CommandList& cl, BufferRange x, float s, int64_t n);
+    // x (n_rows, stride): the first n_cols floats of every row += bias (n_cols) (projection biases).
+    void add_row(CommandList& cl, BufferRange x, BufferRange bias, int64_t n_cols, int64_t n_rows, int64_t stride);
+    // Stores rows of x (n_rows, x_stride) as f16 into cells[r] of kv (n_cells, n_embd f16), the bytes
+    // KvCache::write_k gives an f16 cache (round to nearest even). n_embd even; cells (n_rows) uint32.
+    void kv_write(CommandList& cl, BufferRange x, int64_t x_stride, int n_rows, BufferRange cells, BufferRange kv,
+                  int64_t n_embd);
+    // Attention over an f16 KV cache (kernels/ref attention with k_type = v_type = F16): out row r, head h
+    // (at r * out_stride + h * head_dim) = softmax over row r's visible cells of scale · q·k (soft-capped
+    // when softcap > 0) times V, for query head h and KV head h / (n_head / n_head_kv). q (n_rows, n_head,
+    // head_dim); k, v (n_cells, n_head_kv, head_dim) f16; row r's cells are cells[offsets[r] ..
+    // offsets[r + 1]) (uint32, ascending position). head_dim even and <= 256. A row's result depends only
+    // on its own list (fixed reduction order).
+    void attention(CommandList& cl, const AttentionOp& a);
 
 private:
     Pipeline& pipeline(const char* name, int n_buffers, uint32_t push_bytes);

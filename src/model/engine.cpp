@@ -55,6 +55,16 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
         BEE_LOG_INFO("KV cache: %s%s%s stored Hadamard-rotated in groups of %d (--kv-rotate off disables)",
                      kv_->k_rot_group() > 0 ? "K" : "", kv_->k_rot_group() > 0 && v_rot > 0 ? " and " : "",
                      v_rot > 0 ? "V" : "", std::max(kv_->k_rot_group(), v_rot));
+    if (params_.offload.n_gpu_layers > 0) {
+        std::string no_device;
+        offload_ = Offload::create(model, *kv_, params_.n_ubatch, params_.offload, &no_device);
+        if (offload_) {
+            mem_->set_offload(offload_.get());
+            BEE_LOG_INFO("offload: %s", offload_->describe().c_str());
+        } else {
+            BEE_LOG_WARN("-ngl %d: %s: every layer runs on the CPU", params_.offload.n_gpu_layers, no_device.c_str());
+        }
+    }
     scratch_.resize(hp, params_.n_ubatch);
     x_.assign((size_t)params_.n_ubatch * hp.n_embd, 0);
     vis_full_.resize(params_.n_ubatch);
@@ -142,6 +152,7 @@ void Engine::apply_shifts() {
     std::vector<int32_t> delta;
     if (!kv_->take_shifts(delta)) return;
     const HParams& hp = model_.hparams();
+    if (offload_) offload_->pull_kv(*kv_);  // the device layers' rows are rotated on the host, then sent back
     std::vector<float> row(kv_->params().n_embd_k);
     for (int il = 0; il < hp.n_layer; il++)
         for (int c = 0; c < kv_->n_cells(); c++) {
@@ -150,6 +161,7 @@ void Engine::apply_shifts() {
             rope(row.data(), hp.n_head_kv, hp.head_dim, delta[c], hp.layers[il].rope);
             kv_->write_k(il, c, row.data());
         }
+    if (offload_) offload_->push_kv(*kv_);
 }
 
 // note: each list is sorted by position, so attention reduces in an order that depends only on the
@@ -207,27 +219,58 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
             if (b.capture.empty() || b.capture[r0 + i]) out.hidden_rows.push_back(r0 + i);
         out.hidden.resize(out.hidden_rows.size() * b.capture_layers.size() * (size_t)hp.n_embd);
     }
-    for (int il = 0; il < hp.n_layer; il++) {
+    const int n_cpu = offload_ ? offload_->first_layer() : hp.n_layer;
+    for (int il = 0; il < n_cpu; il++) {
         if (capture) capture_rows(b, r0, n, il, out);
         model_.arch().forward_layer(c, il);
     }
-    if (capture) capture_rows(b, r0, n, hp.n_layer, out);
+    if (offload_) forward_device(b, r0, n, cells, out);
+    else if (capture) capture_rows(b, r0, n, hp.n_layer, out);
 
     std::vector<int32_t> want;
     for (int i = 0; i < n; i++)
         if (b.logits[r0 + i]) want.push_back(i);
     if (want.empty()) return;
-    hidden_.resize(want.size() * (size_t)hp.n_embd);
-    for (size_t j = 0; j < want.size(); j++)
-        rms_norm(x + (size_t)want[j] * hp.n_embd, (const float*)w.output_norm.data, &hidden_[j * hp.n_embd],
-                 hp.n_embd, hp.norm_eps);
     const size_t base = out.logits.size();
     out.logits.resize(base + want.size() * (size_t)hp.n_vocab);
     float* logits = out.logits.data() + base;
-    matmul(*pool_, w.output.type, w.output.data, hp.n_vocab, hp.n_embd, hidden_.data(), (int64_t)want.size(), logits,
-           w.output.layout);
+    if (offload_ && offload_->has_head()) {
+        offload_->head(want, logits);
+    } else {
+        hidden_.resize(want.size() * (size_t)hp.n_embd);
+        for (size_t j = 0; j < want.size(); j++)
+            rms_norm(x + (size_t)want[j] * hp.n_embd, (const float*)w.output_norm.data, &hidden_[j * hp.n_embd],
+                     hp.n_embd, hp.norm_eps);
+        matmul(*pool_, w.output.type, w.output.data, hp.n_vocab, hp.n_embd, hidden_.data(), (int64_t)want.size(),
+               logits, w.output.layout);
+    }
     if (hp.final_softcap > 0) softcap(logits, hp.final_softcap, (int64_t)want.size() * hp.n_vocab);
     for (int32_t i : want) out.rows.push_back(r0 + i);
+}
+
+// Layers [first_layer, n_layer) of the ubatch on the device, in segments that end where a captured layer
+// starts: x comes back to the host there, and after the last layer when something on the host reads it
+// (a capture, or the output head when it is not on the device).
+void Engine::forward_device(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out) {
+    const int n_layer = model_.hparams().n_layer;
+    const bool capture = !b.capture_layers.empty();
+    OffloadStep s;
+    s.n_rows = n;
+    s.pos = &b.pos[r0];
+    s.cells = cells + r0;
+    s.visible_full = vis_full_ptr_.data();
+    s.visible_swa = vis_swa_ptr_.data();
+    offload_->begin(s, x_.data());
+    for (int il = offload_->first_layer(); il < n_layer;) {
+        if (capture) capture_rows(b, r0, n, il, out);
+        int end = n_layer;
+        for (int32_t c : b.capture_layers)
+            if (c > il && c < end) end = c;
+        offload_->run_layers(il, end);
+        il = end;
+        if (il < n_layer || capture || !offload_->has_head()) offload_->download_x(x_.data());
+    }
+    if (capture) capture_rows(b, r0, n, n_layer, out);
 }
 
 // Copies x (the residual stream entering layer il; il = n_layer: after the last layer) of this ubatch's

@@ -10,6 +10,7 @@
 #include "model/batch.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "model/offload.h"
 #include "model/seq_memory.h"
 
 namespace bee {
@@ -28,6 +29,9 @@ struct EngineParams {
     // How sequences may be cut (model/seq_memory.h). CutPolicy::checkpoints on an attention-only model
     // exercises the fall-backs recurrent layers will need.
     CutPolicy cut_policy = CutPolicy::any;
+    // -ngl / --device: the last layers (and with all of them the output head) on a Vulkan device
+    // (model/offload.h). Without a device (or a Vulkan build) every layer runs on the CPU, with a warning.
+    OffloadParams offload;
 };
 
 class Engine {
@@ -52,6 +56,8 @@ public:
     SeqMemory& memory() { return *mem_; }
     const KvCache& kv() const { return *kv_; }
     ThreadPool& pool() { return *pool_; }
+    // The device part of the forward pass, or nullptr when every layer runs on the CPU.
+    const Offload* offload() const { return offload_.get(); }
 
 private:
     void check_kv_types(const HParams& hp);
@@ -59,6 +65,7 @@ private:
     void apply_shifts();
     void build_visible(const Batch& b, int r0, int n, const int32_t* cells);
     void forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out);
+    void forward_device(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out);
     void capture_rows(const Batch& b, int r0, int n, int il, DecodeOutput& out);
 
     const Model& model_;
@@ -66,6 +73,7 @@ private:
     std::unique_ptr<ThreadPool> pool_;
     std::unique_ptr<KvCache> kv_;
     std::unique_ptr<SeqMemory> mem_;
+    std::unique_ptr<Offload> offload_;  // layers [offload_->first_layer(), n_layer) on a device, or none
     ForwardScratch scratch_;
     std::vector<float> x_;                           // (n_ubatch, n_embd)
     std::vector<float> hidden_;                      // (n_out, n_embd) final-normed rows for the head

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "kv/kv_tree.h"
+#include "model/offload.h"
 
 namespace bee {
 
@@ -60,8 +61,15 @@ void SeqMemory::prune_rows(int seq, int32_t pos0, const std::vector<uint8_t>& ke
     batch_start_[seq] = -1;
 }
 
+SeqState SeqMemory::save(int seq, int32_t p1) const {
+    if (offload_) offload_->pull_kv(kv_);
+    return seq_state_export(kv_, seq, p1);
+}
+
 bool SeqMemory::load(int seq, const SeqState& st) {
+    if (offload_) offload_->pull_kv(kv_);  // whole layers go back: the other sequences' rows must be current
     if (!seq_state_import(kv_, seq, st)) return false;
+    if (offload_) offload_->push_kv(kv_);
     batch_start_[seq] = -1;
     return true;
 }
@@ -74,12 +82,14 @@ bool SeqMemory::fill_repeating(int seq, int n) {
     std::vector<int32_t> pos(n), seqs(n, seq), cells(n);
     for (int i = 0; i < n; i++) pos[i] = p0 + i;
     if (!kv_.alloc(n, pos.data(), seqs.data(), cells.data())) return false;
+    if (offload_) offload_->pull_kv(kv_);
     for (int il = 0; il < kv_.params().n_layer; il++)
         for (int i = 0; i < n; i++) {
             const int32_t from = src[(size_t)i % src.size()].second;
             std::memcpy(kv_.k_row(il, cells[i]), kv_.k_row(il, from), kv_.k_row_bytes());
             std::memcpy(kv_.v_row(il, cells[i]), kv_.v_row(il, from), kv_.v_row_bytes(il));
         }
+    if (offload_) offload_->push_kv(kv_);
     batch_start_[seq] = -1;
     return true;
 }

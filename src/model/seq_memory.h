@@ -17,6 +17,8 @@
 
 namespace bee {
 
+class Offload;
+
 enum class CutPolicy {
     any,          // attention KV: any suffix can be dropped, ranges moved, tree rows pruned
     checkpoints,  // recurrent rules: cut only at the end, at the start of the sequence's last batch, or to empty
@@ -58,7 +60,7 @@ public:
     void prune_rows(int seq, int32_t pos0, const std::vector<uint8_t>& keep);
 
     // The state of `seq` below position p1 (p1 < 0: all), and back into an empty sequence (false: no room).
-    SeqState save(int seq, int32_t p1 = -1) const { return seq_state_export(kv_, seq, p1); }
+    SeqState save(int seq, int32_t p1 = -1) const;
     bool load(int seq, const SeqState& st);
 
     // Benchmarks of deep contexts: extends `seq` (which holds positions [0, n_pos)) by n positions whose
@@ -69,9 +71,15 @@ public:
     // recurrent rules).
     void begin_batch(int seq, int32_t pos0);
 
+    // The device holding some layers' K/V (model/offload.h), set by the Engine: rows are pulled into the
+    // host cache before they are read (save, fill_repeating, load's other cells) and pushed back after
+    // they were rewritten. Cuts, copies and tree commits change cell bookkeeping only and need neither.
+    void set_offload(Offload* o) { offload_ = o; }
+
 private:
     KvCache& kv_;
     CutPolicy policy_;
+    Offload* offload_ = nullptr;
     std::vector<int32_t> batch_start_ = std::vector<int32_t>(kMaxSequences, -1);  // per sequence, -1: none
 };
 

@@ -46,6 +46,8 @@ static void gemma3_forward_layer(ForwardCtx& c, int il) {
     layer_output(c, il, out, &L.post_ffn_norm);
 }
 
-extern const ArchDef kArchGemma3 = {"gemma3", gemma3_load, gemma3_forward_layer};
+static constexpr DecoderBlock kGemma3Block{FfnAct::gelu, true};  // what gemma3_forward_layer computes
+
+extern const ArchDef kArchGemma3 = {"gemma3", gemma3_load, gemma3_forward_layer, &kGemma3Block};
 
 }  // namespace bee

@@ -10,6 +10,6 @@ static void llama_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
     bind_decoder_layers(f, hp, w, LayerTensors{});
 }
 
-extern const ArchDef kArchLlama = {"llama", llama_load, decoder_layer_prenorm};
+extern const ArchDef kArchLlama = {"llama", llama_load, decoder_layer_prenorm, &kPrenormBlock};
 
 }  // namespace bee

@@ -12,6 +12,6 @@ static void qwen2_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
     bind_decoder_layers(f, hp, w, t);
 }
 
-extern const ArchDef kArchQwen2 = {"qwen2", qwen2_load, decoder_layer_prenorm};
+extern const ArchDef kArchQwen2 = {"qwen2", qwen2_load, decoder_layer_prenorm, &kPrenormBlock};
 
 }  // namespace bee

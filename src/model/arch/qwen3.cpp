@@ -13,6 +13,6 @@ static void qwen3_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
     bind_decoder_layers(f, hp, w, t);
 }
 
-extern const ArchDef kArchQwen3 = {"qwen3", qwen3_load, decoder_layer_prenorm};
+extern const ArchDef kArchQwen3 = {"qwen3", qwen3_load, decoder_layer_prenorm, &kPrenormBlock};
 
 }  // namespace bee

@@ -1,0 +1,312 @@
+// model/offload_vulkan: Offload on a gpu::Device: the offloaded layers' weights and f16 K/V, the ubatch's
+// buffers, and the decoder layer (arch DecoderBlock) as device ops in model/forward.cpp's order.
+#ifdef BEE_HAVE_VULKAN
+#include <cstring>
+
+#include "base/error.h"
+#include "gpu/buffer.h"
+#include "gpu/command_list.h"
+#include "gpu/device.h"
+#include "gpu/ops.h"
+#include "model/model.h"
+#include "model/offload.h"
+#include "model/offload_buffers.h"
+
+namespace bee {
+
+bool offload_built() { return true; }
+
+namespace {
+
+using gpu::BufferRange;
+using gpu::whole;
+
+struct DevLayer {
+    DevWeight attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, post_attn_norm;
+    DevWeight ffn_norm, ffn_gate, ffn_up, ffn_down, post_ffn_norm;
+    std::unique_ptr<gpu::Buffer> k, v;  // (n_cells, n_head_kv * head_dim) f16: the bytes of KvCache's f16 rows
+    int rope = 0;                       // index of the layer's rope settings in ropes_
+};
+
+class VulkanOffload final : public Offload {
+public:
+    VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, const KvCache& kv, int n_ubatch, int n_gpu_layers);
+
+    int first_layer() const override { return first_; }
+    bool has_head() const override { return (bool)output_; }
+    std::string describe() const override;
+    void begin(const OffloadStep& s, const float* x) override;
+    void run_layers(int l0, int l1) override;
+    void download_x(float* x) override;
+    void head(const std::vector<int32_t>& rows, float* logits) override;
+    void pull_kv(KvCache& kv) override;
+    void push_kv(const KvCache& kv) override;
+
+private:
+    DevWeight upload(const Weight& w, const char* what, int il);
+    void linear(const DevWeight& w, const DevWeight& bias, BufferRange in, int64_t in_stride, BufferRange out,
+                int64_t out_stride);
+    void self_attention(int il);
+    void ffn_gated(int il);
+    void residual_norm(BufferRange y, const DevWeight& post, const DevWeight* next);
+    void norm(BufferRange in, const DevWeight& w, BufferRange out, int64_t n, int64_t n_rows, int64_t stride);
+    DevLayer& layer(int il) { return layers_[(size_t)(il - first_)]; }
+
+    const HParams& hp_;
+    const DecoderBlock& block_;
+    int first_ = 0, n_ub_ = 0, n_cells_ = 0;
+    std::unique_ptr<gpu::Device> dev_;
+    std::unique_ptr<gpu::Ops> ops_;
+    std::unique_ptr<gpu::CommandList> cl_;
+    std::vector<DevLayer> layers_;  // [il - first_]
+    DevWeight output_norm_, output_;
+    std::vector<RopeParams> ropes_;  // the distinct rope settings of the offloaded layers
+    size_t weight_bytes_ = 0, kv_bytes_ = 0;
+    StepBuffers b_;
+    int n_rows_ = 0;
+    bool pending_ = false;  // begin()'s inputs are staged but not yet copied to the device
+};
+
+bool same_rope(const RopeParams& a, const RopeParams& b) {
+    return a.n_rot == b.n_rot && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale && a.mode == b.mode &&
+           a.freq_factors == b.freq_factors;
+}
+
+VulkanOffload::VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, const KvCache& kv, int n_ubatch,
+                             int n_gpu_layers)
+    : hp_(m.hparams()), block_(*m.arch().block), n_ub_(n_ubatch), n_cells_(kv.n_cells()), dev_(std::move(dev)) {
+    const HParams& hp = hp_;
+    const int n_dev = std::min(n_gpu_layers, hp.n_layer);
+    first_ = hp.n_layer - n_dev;
+    ops_ = std::make_unique<gpu::Ops>(*dev_);
+    cl_ = std::make_unique<gpu::CommandList>(*dev_, 32 * n_dev + 64, 4);
+    const ModelWeights& w = m.weights();
+    const size_t k_bytes = (size_t)n_cells_ * kv.params().n_embd_k * 2, v_bytes = (size_t)n_cells_ * kv.params().n_embd_v * 2;
+    for (int il = first_; il < hp.n_layer; il++) {
+        const LayerWeights& L = w.layers[(size_t)il];
+        DevLayer d;
+        d.attn_norm = upload(L.attn_norm, "attn_norm", il);
+        d.wq = upload(L.wq, "attn_q", il);
+        d.wk = upload(L.wk, "attn_k", il);
+        d.wv = upload(L.wv, "attn_v", il);
+        d.wo = upload(L.wo, "attn_output", il);
+        d.bq = upload(L.bq, "attn_q.bias", il);
+        d.bk = upload(L.bk, "attn_k.bias", il);
+        d.bv = upload(L.bv, "attn_v.bias", il);
+        d.bo = upload(L.bo, "attn_output.bias", il);
+        d.q_norm = upload(L.q_norm, "attn_q_norm", il);
+        d.k_norm = upload(L.k_norm, "attn_k_norm", il);
+        d.post_attn_norm = upload(L.post_attn_norm, "post_attention_norm", il);
+        d.ffn_norm = upload(L.ffn_norm, "ffn_norm", il);
+        d.ffn_gate = upload(L.ffn_gate, "ffn_gate", il);
+        d.ffn_up = upload(L.ffn_up, "ffn_up", il);
+        d.ffn_down = upload(L.ffn_down, "ffn_down", il);
+        d.post_ffn_norm = upload(L.post_ffn_norm, "post_ffw_norm", il);
+        d.k = std::make_unique<gpu::Buffer>(*dev_, k_bytes, gpu::Memory::device);
+        d.v = std::make_unique<gpu::Buffer>(*dev_, v_bytes, gpu::Memory::device);
+        d.k->zero();
+        d.v->zero();
+        kv_bytes_ += k_bytes + v_bytes;
+        const RopeParams& r = hp.layers[(size_t)il].rope;
+        d.rope = -1;
+        for (size_t i = 0; i < ropes_.size() && d.rope < 0; i++)
+            if (same_rope(ropes_[i], r)) d.rope = (int)i;
+        if (d.rope < 0) {
+            d.rope = (int)ropes_.size();
+            ropes_.push_back(r);
+        }
+        layers_.push_back(std::move(d));
+    }
+    if (n_gpu_layers >= hp.n_layer) {
+        output_norm_ = upload(w.output_norm, "output_norm", -1);
+        output_ = upload(w.output, "output", -1);
+    }
+    b_.allocate(*dev_, hp, n_ub_, (int)ropes_.size());
+}
+
+DevWeight VulkanOffload::upload(const Weight& w, const char* what, int il) {
+    if (!w) return {};
+    if (w.ne1 > 1 && !gpu::Ops::supports_matmul(w.type))
+        fail("-ngl: %s%s%s has type %s, which has no device matmul yet (device types: f32 f16 bf16 q4_0 q4_1 q5_0 "
+             "q5_1 q8_0 q4_k q5_k q6_k); offload fewer layers", il >= 0 ? "blk." : "",
+             il >= 0 ? (std::to_string(il) + ".").c_str() : "", what, ggml_type_name(w.type));
+    DevWeight d = upload_weight(*dev_, w);
+    weight_bytes_ += d.buf->size();
+    return d;
+}
+
+std::string VulkanOffload::describe() const {
+    return strfmt("layers %d..%d%s on %s (%.1f MiB of weights, %.1f MiB of f16 KV)", first_, hp_.n_layer - 1,
+                  output_ ? " and the output head" : "", dev_->info().name.c_str(), weight_bytes_ / 1048576.0,
+                  kv_bytes_ / 1048576.0);
+}
+
+void VulkanOffload::begin(const OffloadStep& s, const float* x) {
+    if (s.n_rows <= 0 || s.n_rows > n_ub_) fail("offload: %d rows in a ubatch of %d", s.n_rows, n_ub_);
+    n_rows_ = s.n_rows;
+    b_.stage(*dev_, hp_, s, x, ropes_);
+    pending_ = true;
+}
+
+void VulkanOffload::norm(BufferRange in, const DevWeight& w, BufferRange out, int64_t n, int64_t n_rows, int64_t stride) {
+    ops_->rms_norm(*cl_, in, w.range(), out, n, n_rows, stride, hp_.norm_eps);
+}
+
+void VulkanOffload::linear(const DevWeight& w, const DevWeight& bias, BufferRange in, int64_t in_stride,
+                           BufferRange out, int64_t out_stride) {
+    ops_->matmul(*cl_, w.type, w.range(), w.ne1, w.ne0, in, in_stride, n_rows_, out, out_stride);
+    if (bias) ops_->add_row(*cl_, out, bias.range(), w.ne1, n_rows_, out_stride);
+}
+
+// model/forward.cpp self_attention: projections (+biases), per-head q/k norms, rope, KV write, attention
+// over the visible cells, output projection into out.
+void VulkanOffload::self_attention(int il) {
+    const HParams& hp = hp_;
+    DevLayer& L = layer(il);
+    const int64_t se = b_.s_embd, nq = (int64_t)hp.n_head * hp.head_dim, nk = (int64_t)hp.n_head_kv * hp.head_dim;
+    const BufferRange xn = whole(*b_.xn), q = whole(*b_.q), k = whole(*b_.k), v = whole(*b_.v);
+    linear(L.wq, L.bq, xn, se, q, nq);
+    linear(L.wk, L.bk, xn, se, k, nk);
+    linear(L.wv, L.bv, xn, se, v, nk);
+    if (L.q_norm) norm(q, L.q_norm, q, hp.head_dim, (int64_t)n_rows_ * hp.n_head, hp.head_dim);
+    if (L.k_norm) norm(k, L.k_norm, k, hp.head_dim, (int64_t)n_rows_ * hp.n_head_kv, hp.head_dim);
+    const gpu::RopeArgs ra = device_rope(ropes_[(size_t)L.rope]);
+    const BufferRange cs = b_.rope_table(L.rope);
+    ops_->rope(*cl_, q, cs, n_rows_, hp.n_head, hp.head_dim, ra);
+    ops_->rope(*cl_, k, cs, n_rows_, hp.n_head_kv, hp.head_dim, ra);
+    ops_->kv_write(*cl_, k, nk, n_rows_, b_.cells.dev_range(), whole(*L.k), nk);
+    ops_->kv_write(*cl_, v, nk, n_rows_, b_.cells.dev_range(), whole(*L.v), nk);
+    const bool swa = hp.layers[(size_t)il].swa;
+    gpu::AttentionOp a;
+    a.n_rows = n_rows_;
+    a.n_head = hp.n_head;
+    a.n_head_kv = hp.n_head_kv;
+    a.head_dim = hp.head_dim;
+    a.n_cells = n_cells_;
+    a.n_visible = swa ? b_.n_visible_swa : b_.n_visible_full;
+    a.scale = hp.attn_scale;
+    a.softcap = hp.attn_softcap;
+    a.q = q;
+    a.k = whole(*L.k);
+    a.v = whole(*L.v);
+    a.offsets = (swa ? b_.off_swa : b_.off_full).dev_range();
+    a.cells = (swa ? b_.vis_swa : b_.vis_full).dev_range();
+    a.out = whole(*b_.att);
+    a.out_stride = b_.s_att;
+    ops_->attention(*cl_, a);
+    linear(L.wo, L.bo, whole(*b_.att), b_.s_att, whole(*b_.out), se);
+}
+
+// model/forward.cpp ffn_gated: down(act(gate(xn)) * up(xn)) into out.
+void VulkanOffload::ffn_gated(int il) {
+    DevLayer& L = layer(il);
+    const BufferRange xn = whole(*b_.xn), a = whole(*b_.ff_a), b = whole(*b_.ff_b);
+    static const DevWeight none;
+    linear(L.ffn_gate, none, xn, b_.s_embd, a, b_.s_ff);
+    linear(L.ffn_up, none, xn, b_.s_embd, b, b_.s_ff);
+    ops_->act_mul(*cl_, block_.act == FfnAct::silu ? gpu::Activation::silu : gpu::Activation::gelu_tanh, a, b,
+                  (int64_t)n_rows_ * b_.s_ff);
+    linear(L.ffn_down, none, a, b_.s_ff, whole(*b_.out), b_.s_embd);
+}
+
+// model/forward.cpp residual_norm: y = post(y) when given, x += y, xn = next(x) when given.
+void VulkanOffload::residual_norm(BufferRange y, const DevWeight& post, const DevWeight* next) {
+    const int64_t e = hp_.n_embd, se = b_.s_embd;
+    if (post) norm(y, post, y, e, n_rows_, se);
+    ops_->add(*cl_, whole(*b_.x), y, (int64_t)n_rows_ * se);
+    if (next) norm(whole(*b_.x), *next, whole(*b_.xn), e, n_rows_, se);
+}
+
+void VulkanOffload::run_layers(int l0, int l1) {
+    if (l0 < first_ || l1 > hp_.n_layer || l0 >= l1) fail("offload: layers [%d, %d) are not on the device", l0, l1);
+    static const DevWeight none;
+    cl_->begin();
+    if (pending_) b_.record_uploads(*cl_);
+    pending_ = false;
+    norm(whole(*b_.x), layer(l0).attn_norm, whole(*b_.xn), hp_.n_embd, n_rows_, b_.s_embd);
+    for (int il = l0; il < l1; il++) {  // the DecoderBlock: attention, then the gated FFN, each a residual step
+        DevLayer& L = layer(il);
+        self_attention(il);
+        residual_norm(whole(*b_.out), block_.post_norms ? L.post_attn_norm : none, &L.ffn_norm);
+        ffn_gated(il);
+        residual_norm(whole(*b_.out), block_.post_norms ? L.post_ffn_norm : none,
+                      il + 1 < l1 ? &layer(il + 1).attn_norm : nullptr);
+    }
+    cl_->end();
+    cl_->submit_and_wait();
+}
+
+void VulkanOffload::download_x(float* x) {
+    cl_->begin();
+    cl_->copy(whole(*b_.x), whole(*b_.x_host));
+    cl_->end();
+    cl_->submit_and_wait();
+    b_.read_x(hp_, n_rows_, x);
+}
+
+void VulkanOffload::head(const std::vector<int32_t>& rows, float* logits) {
+    if (!output_) fail("offload: the output head is not on the device");
+    const int n = (int)rows.size();
+    if (n == 0) return;
+    const int64_t se = b_.s_embd;
+    b_.ensure_logits(*dev_, (size_t)n * (size_t)hp_.n_vocab);
+    cl_->begin();
+    for (int j = 0; j < n;) {  // gather the rows (runs of consecutive rows in one copy)
+        int e = j + 1;
+        while (e < n && rows[(size_t)e] == rows[(size_t)e - 1] + 1) e++;
+        const size_t row_bytes = (size_t)se * 4;
+        cl_->copy({b_.x.get(), (size_t)rows[(size_t)j] * row_bytes, (size_t)(e - j) * row_bytes},
+                  {b_.hid.get(), (size_t)j * row_bytes, (size_t)(e - j) * row_bytes});
+        j = e;
+    }
+    ops_->rms_norm(*cl_, whole(*b_.hid), output_norm_.range(), whole(*b_.hid), hp_.n_embd, n, se, hp_.norm_eps);
+    ops_->matmul(*cl_, output_.type, output_.range(), hp_.n_vocab, hp_.n_embd, whole(*b_.hid), se, n,
+                 whole(*b_.logits), hp_.n_vocab);
+    cl_->end();
+    cl_->submit_and_wait();
+    std::memcpy(logits, b_.logits->mapped(), (size_t)n * (size_t)hp_.n_vocab * sizeof(float));
+}
+
+void VulkanOffload::pull_kv(KvCache& kv) {
+    for (int il = first_; il < hp_.n_layer; il++) {
+        DevLayer& L = layer(il);
+        L.k->download(kv.k_row(il, 0), (size_t)n_cells_ * kv.k_row_bytes());
+        L.v->download(kv.v_row(il, 0), (size_t)n_cells_ * kv.v_row_bytes(il));
+    }
+}
+
+void VulkanOffload::push_kv(const KvCache& kv) {
+    for (int il = first_; il < hp_.n_layer; il++) {
+        DevLayer& L = layer(il);
+        L.k->upload(kv.k_data(il), (size_t)n_cells_ * kv.k_row_bytes());
+        L.v->upload(kv.v_data(il), (size_t)n_cells_ * kv.v_row_bytes(il));
+    }
+}
+
+}  // namespace
+
+std::unique_ptr<Offload> Offload::create(const Model& model, const KvCache& kv, int n_ubatch, const OffloadParams& p,
+                                         std::string* no_device) {
+    const HParams& hp = model.hparams();
+    if (p.n_gpu_layers <= 0) fail("offload: -ngl %d offloads nothing", p.n_gpu_layers);
+    if (!model.arch().block)
+        fail("-ngl: architecture %s runs on the CPU only (no device forward yet)", model.arch().name);
+    if (kv.params().type_k != GgmlType::F16 || kv.params().type_v != GgmlType::F16 || !kv.v_promoted_layers().empty())
+        fail("-ngl: the device KV cache is f16 only (K %s, V %s asked): use -ctk f16 -ctv f16 or -ngl 0",
+             ggml_type_name(kv.params().type_k), ggml_type_name(kv.params().type_v));
+    if (hp.head_dim != hp.head_dim_v || hp.head_dim > 256 || hp.head_dim % 2)
+        fail("-ngl: heads of %d (K) / %d (V) values are not supported on the device (equal, even, <= 256)",
+             hp.head_dim, hp.head_dim_v);
+    std::unique_ptr<gpu::Device> dev;
+    try {
+        dev = std::make_unique<gpu::Device>(p.device);
+    } catch (const Error& e) {
+        if (!p.device.empty()) fail("--device %s: %s", p.device.c_str(), e.what());
+        *no_device = e.what();
+        return nullptr;
+    }
+    return std::make_unique<VulkanOffload>(std::move(dev), model, kv, n_ubatch, p.n_gpu_layers);
+}
+
+}  // namespace bee
+#endif
