@@ -12,27 +12,6 @@ namespace bee {
 
 namespace {
 
-void add_ngram_sizes(ArgParser& p, NgramSizes& s, const std::string& kind) {
-    const std::string pre = "--spec-" + kind;  // the parser copies the names
-    p.i32((pre + "-size-n").c_str(), &s.size_n, "key length N: tokens that must match [12]", 1, 1024);
-    p.i32((pre + "-size-m").c_str(), &s.size_m, "draft length M [48]", 1, 1024);
-    p.i32((pre + "-min-hits").c_str(), &s.min_hits, "key occurrences before drafting (map-k4v) [1]", 1, 1 << 20);
-}
-
-// llama.cpp's name for the draft-model drafter, draft-simple, is Bee's draft.
-std::string llama_spec_type_names(const std::string& list) {
-    std::string out;
-    size_t start = 0;
-    while (start <= list.size()) {
-        size_t end = list.find(',', start);
-        if (end == std::string::npos) end = list.size();
-        const std::string name = list.substr(start, end - start);
-        out += (out.empty() ? "" : ",") + (name == "draft-simple" ? std::string("draft") : name);
-        start = end + 1;
-    }
-    return out;
-}
-
 void add_depth_options(ArgParser& p, SpecOptions& o) {
     DepthParams& d = o.params.depth;
     p.flag("--spec-dm-adaptive", &d.adaptive, "adaptive draft depth per sequence (default on)");
@@ -65,14 +44,12 @@ void add_depth_options(ArgParser& p, SpecOptions& o) {
 
 void add_spec_options(ArgParser& p, SpecOptions& o) {
     SpecParams& s = o.params;
-    p.custom("--spec-type", "LIST", "speculative decoding: none or a comma list of ngram-simple, ngram-map-k, "
-             "ngram-map-k4v, ngram-mod, ngram-cache, copyspec, recycle, suffix, draft (or draft-simple) [none]",
-             [&o](const std::string& v) {
-                 o.params.types = parse_spec_types(llama_spec_type_names(v));
-                 o.type_given = true;
-             });
+    const std::string types_help = "speculative decoding: none or a comma list of " + drafter_kind_names() + " [none]";
+    p.custom("--spec-type", "LIST", types_help.c_str(), [&o](const std::string& v) {
+        o.params.types = parse_spec_types(v);
+        o.type_given = true;
+    });
     p.flag("--spec-default", &o.spec_default, "preset: --spec-type ngram-mod with n-match 24, n-min 48, n-max 64");
-    p.str("-md,--model-draft", &s.draft_model, "FILE", "draft model GGUF (same vocabulary as the target)");
     p.i32("--spec-draft-n-max,--draft,--draft-n,--draft-max", &s.draft_n_max,
           "most draft tokens per step (draft model, copyspec, recycle, suffix) [16]", 1, 1024);
     p.i32("--spec-draft-n-min,--draft-min,--draft-n-min", &s.draft_n_min, "drop drafts shorter than this [0]", 0, 1024);
@@ -93,18 +70,11 @@ void add_spec_options(ArgParser& p, SpecOptions& o) {
                  s.draft_temp = t;
                  s.draft_temp_auto = false;
              });
-    add_ngram_sizes(p, s.ngram_simple, "ngram-simple");
-    add_ngram_sizes(p, s.ngram_map_k, "ngram-map-k");
-    add_ngram_sizes(p, s.ngram_map_k4v, "ngram-map-k4v");
-    p.i32("--spec-suffix-tree", &s.suffix_tree_nodes, "suffix: draft a best-first tree of N nodes over the "
-          "continuations seen (0: one chain) [0]", 0, 1024);
-    p.i32("--spec-ngram-mod-n-match", &s.ngram_mod_n_match, "ngram-mod lookup length [24]", 1, 1024);
-    p.i32("--spec-ngram-mod-n-min", &s.ngram_mod_n_min, "ngram-mod shortest draft [48]", 0, 1024);
-    p.i32("--spec-ngram-mod-n-max", &s.ngram_mod_n_max, "ngram-mod longest draft [64]", 0, 1024);
-    p.str("-lcs,--lookup-cache-static,--spec-ngram-cache-static", &s.lookup_cache_static, "FILE",
-          "ngram-cache: static lookup cache (read only)");
-    p.str("-lcd,--lookup-cache-dynamic,--spec-ngram-cache-dynamic", &s.lookup_cache_dynamic, "FILE",
-          "ngram-cache: dynamic lookup cache (read, then updated with each generation)");
+    for (const DrafterKind& k : drafter_kinds())  // each drafter's own settings, declared in its registry row
+        for (const DrafterFlag& f : k.flags) {
+            if (f.i32) p.i32(f.names, f.i32(s), f.help, f.lo, f.hi);
+            else p.str(f.names, f.str(s), f.meta, f.help);
+        }
     for (const char* removed : {"--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits",
                                 "--spec-ngram-check-rate"}) {
         p.custom(removed, "N", "removed: use the per-drafter flags", [removed](const std::string&) {
@@ -121,9 +91,14 @@ void finish_spec_options(SpecOptions& o, int n_ctx, int n_threads) {
     SpecParams& s = o.params;
     if (o.spec_default && !o.type_given) s.types = {"ngram-mod"};
     if (o.no_adaptive) s.depth.adaptive = false;
-    const bool has_draft = std::find(s.types.begin(), s.types.end(), "draft") != s.types.end();
-    if (!s.draft_model.empty() && !has_draft && !o.type_given) s.types.push_back("draft");  // plain -md
-    if (has_draft && s.draft_model.empty()) fail("--spec-type draft needs a draft model: give it with -md FILE");
+    if (!o.type_given)  // as llama.cpp's plain -md: a kind whose file is given is used without --spec-type
+        for (const DrafterKind& k : drafter_kinds())
+            if (k.file_flag && k.has_file(s) && std::find(s.types.begin(), s.types.end(), k.name) == s.types.end())
+                s.types.push_back(k.name);
+    for (const std::string& t : s.types) {  // kinds that load a file cannot start without it
+        const DrafterKind* k = find_drafter_kind(t);
+        if (k && k->file_flag && !k->has_file(s)) fail("--spec-type %s needs its file: give it with %s", t.c_str(), k->file_flag);
+    }
     if (s.depth.controller != "profit" && s.depth.controller != "fringe")
         fail("invalid value '%s' for --spec-dm-controller: use profit or fringe", s.depth.controller.c_str());
     if (s.depth.fringe_min > s.depth.fringe_max)

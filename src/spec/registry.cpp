@@ -1,4 +1,4 @@
-// spec/registry: the drafter table. Adding a drafter = one file in spec/drafters/ + one row here.
+// spec/registry: the drafter table in priority order (each row is defined in its drafter's file).
 #include "spec/registry.h"
 
 #include <algorithm>
@@ -12,23 +12,29 @@ namespace bee {
 const std::vector<DrafterKind>& drafter_kinds() {
     // Priority (first non-empty draft wins): upstream's n-gram order, then Bee's model-free drafters,
     // then the draft model (modelfree-and-server.md A.2: "draftless decoding has higher precedence").
-    static const std::vector<DrafterKind> kinds = {
-        {"ngram-simple", "ngram_simple", make_ngram_simple, nullptr},
-        {"ngram-map-k", "ngram_map_k", make_ngram_map_k, nullptr},
-        {"ngram-map-k4v", "ngram_map_k4v", make_ngram_map_k4v, nullptr},
-        {"ngram-mod", "ngram_mod", make_ngram_mod, make_ngram_mod_shared},
-        {"ngram-cache", "ngram_cache", make_ngram_cache, make_ngram_cache_shared},
-        {"copyspec", "copyspec", make_copyspec, nullptr},
-        {"recycle", "recycle", make_recycle, make_recycle_shared},
-        {"suffix", "suffix", make_suffix, make_suffix_shared},
-        {"draft", "draft", make_draft_model, make_draft_model_shared},
-    };
+    static const std::vector<DrafterKind> kinds = {kDrafterNgramSimple, kDrafterNgramMapK, kDrafterNgramMapK4v,
+                                                   kDrafterNgramMod,    kDrafterNgramCache, kDrafterCopyspec,
+                                                   kDrafterRecycle,     kDrafterSuffix,    kDrafterDraftModel};
     return kinds;
+}
+
+std::string drafter_kind_names() {
+    std::string s;
+    for (const DrafterKind& k : drafter_kinds()) s += std::string(s.empty() ? "" : ", ") + k.name;
+    return s;
+}
+
+static bool has_alias(const DrafterKind& k, const std::string& name) {
+    std::stringstream ss(k.aliases);
+    std::string a;
+    while (std::getline(ss, a, ','))
+        if (a == name) return true;
+    return false;
 }
 
 const DrafterKind* find_drafter_kind(const std::string& name) {
     for (const DrafterKind& k : drafter_kinds())
-        if (name == k.name) return &k;
+        if (name == k.name || has_alias(k, name)) return &k;
     return nullptr;
 }
 
@@ -42,13 +48,11 @@ std::vector<std::string> parse_spec_types(const std::string& list) {
             none = true;
             continue;
         }
-        if (!find_drafter_kind(item)) {
-            std::string known = "none";
-            for (const DrafterKind& k : drafter_kinds()) known += std::string(", ") + k.name;
-            fail("unknown speculative type: '%s' (known: %s; combine with commas, e.g. ngram-mod,suffix)",
-                 item.c_str(), known.c_str());
-        }
-        if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
+        const DrafterKind* k = find_drafter_kind(item);
+        if (!k)
+            fail("unknown speculative type: '%s' (known: none, %s; combine with commas, e.g. ngram-mod,suffix)",
+                 item.c_str(), drafter_kind_names().c_str());
+        if (std::find(names.begin(), names.end(), k->name) == names.end()) names.push_back(k->name);
     }
     if (none) return {};
     std::vector<std::string> ordered;  // the command-line order does not matter: the table's does

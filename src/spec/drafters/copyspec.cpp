@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "spec/drafters/drafters.h"
+#include "spec/registry.h"
 
 namespace bee {
 
@@ -62,5 +63,8 @@ private:
 }  // namespace
 
 std::unique_ptr<Drafter> make_copyspec(const DrafterEnv& env) { return std::make_unique<CopySpec>(env.params); }
+
+extern const DrafterKind kDrafterCopyspec = {"copyspec", "", "copyspec", {}, nullptr, nullptr, false, make_copyspec,
+                                           nullptr};
 
 }  // namespace bee

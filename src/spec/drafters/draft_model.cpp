@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "model/engine.h"
 #include "spec/drafters/drafters.h"
+#include "spec/registry.h"
 
 namespace bee {
 
@@ -130,5 +131,13 @@ std::unique_ptr<DrafterShared> make_draft_model_shared(const SpecParams& p, cons
 std::unique_ptr<Drafter> make_draft_model(const DrafterEnv& env) {
     return std::make_unique<DraftModelDrafter>(env.params, *static_cast<DraftModel*>(env.shared)->model);
 }
+
+// llama.cpp calls this kind draft-simple.
+extern const DrafterKind kDrafterDraftModel = {
+    "draft", "draft-simple", "draft",
+    {{"-md,--model-draft,--spec-draft-model", "FILE", "draft model GGUF (same vocabulary as the target)", nullptr,
+      [](SpecParams& p) { return &p.draft_model; }}},
+    "-md FILE", [](const SpecParams& p) { return !p.draft_model.empty(); }, false, make_draft_model,
+    make_draft_model_shared};
 
 }  // namespace bee

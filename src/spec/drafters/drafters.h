@@ -1,4 +1,5 @@
-// spec/drafters/drafters: the factory of each drafter (one file each), used only by spec/registry.cpp.
+// spec/drafters/drafters: each drafter's factory (one file each) and its registry row, which the file
+// defines after its code; spec/registry.cpp lists the rows in priority order.
 #pragma once
 #include <memory>
 
@@ -20,5 +21,9 @@ std::unique_ptr<Drafter> make_suffix(const DrafterEnv& env);
 std::unique_ptr<DrafterShared> make_suffix_shared(const SpecParams& params, const Model& target);
 std::unique_ptr<Drafter> make_draft_model(const DrafterEnv& env);
 std::unique_ptr<DrafterShared> make_draft_model_shared(const SpecParams& params, const Model& target);
+
+struct DrafterKind;
+extern const DrafterKind kDrafterNgramSimple, kDrafterNgramMapK, kDrafterNgramMapK4v, kDrafterNgramMod,
+    kDrafterNgramCache, kDrafterCopyspec, kDrafterRecycle, kDrafterSuffix, kDrafterDraftModel;
 
 }  // namespace bee

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "spec/drafters/drafters.h"
+#include "spec/registry.h"
 #include "spec/drafters/ngram_cache.h"
 
 namespace bee {
@@ -136,5 +137,14 @@ std::unique_ptr<DrafterShared> make_ngram_cache_shared(const SpecParams& p, cons
 std::unique_ptr<Drafter> make_ngram_cache(const DrafterEnv& env) {
     return std::make_unique<NgramCacheDrafter>(static_cast<CacheFiles*>(env.shared));
 }
+
+extern const DrafterKind kDrafterNgramCache = {
+    "ngram-cache", "", "ngram_cache",
+    {{"-lcs,--lookup-cache-static,--spec-ngram-cache-static", "FILE", "ngram-cache: static lookup cache (read only)",
+      nullptr, [](SpecParams& p) { return &p.lookup_cache_static; }},
+     {"-lcd,--lookup-cache-dynamic,--spec-ngram-cache-dynamic", "FILE",
+      "ngram-cache: dynamic lookup cache (read, then updated with each generation)", nullptr,
+      [](SpecParams& p) { return &p.lookup_cache_dynamic; }}},
+    nullptr, nullptr, false, make_ngram_cache, make_ngram_cache_shared};
 
 }  // namespace bee

@@ -6,6 +6,7 @@
 // the dominant value (upstream, as coded, copies what follows the current match instead).
 // The two share this structure, so they share this file; each reads its own settings.
 #include "spec/drafters/drafters.h"
+#include "spec/registry.h"
 
 #include <algorithm>
 #include <cstring>
@@ -142,5 +143,25 @@ std::unique_ptr<Drafter> make_ngram_map_k(const DrafterEnv& env) {
 std::unique_ptr<Drafter> make_ngram_map_k4v(const DrafterEnv& env) {
     return std::make_unique<NgramMap>(env.params.ngram_map_k4v, false);
 }
+
+extern const DrafterKind kDrafterNgramMapK = {
+    "ngram-map-k", "", "ngram_map_k",
+    {{"--spec-ngram-map-k-size-n", "N", "key length N: tokens that must match [12]",
+      [](SpecParams& p) { return &p.ngram_map_k.size_n; }, nullptr, 1, 1024},
+     {"--spec-ngram-map-k-size-m", "N", "draft length M [48]", [](SpecParams& p) { return &p.ngram_map_k.size_m; }, nullptr, 1,
+      1024},
+     {"--spec-ngram-map-k-min-hits", "N", "key occurrences before drafting (map-k4v) [1]",
+      [](SpecParams& p) { return &p.ngram_map_k.min_hits; }, nullptr, 1, 1 << 20}},
+    nullptr, nullptr, false, make_ngram_map_k, nullptr};
+
+extern const DrafterKind kDrafterNgramMapK4v = {
+    "ngram-map-k4v", "", "ngram_map_k4v",
+    {{"--spec-ngram-map-k4v-size-n", "N", "key length N: tokens that must match [12]",
+      [](SpecParams& p) { return &p.ngram_map_k4v.size_n; }, nullptr, 1, 1024},
+     {"--spec-ngram-map-k4v-size-m", "N", "draft length M [48]", [](SpecParams& p) { return &p.ngram_map_k4v.size_m; }, nullptr, 1,
+      1024},
+     {"--spec-ngram-map-k4v-min-hits", "N", "key occurrences before drafting (map-k4v) [1]",
+      [](SpecParams& p) { return &p.ngram_map_k4v.min_hits; }, nullptr, 1, 1 << 20}},
+    nullptr, nullptr, false, make_ngram_map_k4v, nullptr};
 
 }  // namespace bee

@@ -2,6 +2,7 @@
 // it, shared by all sequences of the process (modelfree-and-server.md A.3.4, PR #19164). Drafts by
 // rolling the window forward through the table; only drafts of at least n_min tokens are proposed.
 #include "spec/drafters/drafters.h"
+#include "spec/registry.h"
 
 #include <algorithm>
 
@@ -109,5 +110,15 @@ std::unique_ptr<DrafterShared> make_ngram_mod_shared(const SpecParams&, const Mo
 std::unique_ptr<Drafter> make_ngram_mod(const DrafterEnv& env) {
     return std::make_unique<NgramMod>(env.params, static_cast<ModTable*>(env.shared));
 }
+
+extern const DrafterKind kDrafterNgramMod = {
+    "ngram-mod", "", "ngram_mod",
+    {{"--spec-ngram-mod-n-match", "N", "ngram-mod lookup length [24]", [](SpecParams& p) { return &p.ngram_mod_n_match; },
+      nullptr, 1, 1024},
+     {"--spec-ngram-mod-n-min", "N", "ngram-mod shortest draft [48]", [](SpecParams& p) { return &p.ngram_mod_n_min; },
+      nullptr, 0, 1024},
+     {"--spec-ngram-mod-n-max", "N", "ngram-mod longest draft [64]", [](SpecParams& p) { return &p.ngram_mod_n_max; },
+      nullptr, 0, 1024}},
+    nullptr, nullptr, false, make_ngram_mod, make_ngram_mod_shared};
 
 }  // namespace bee

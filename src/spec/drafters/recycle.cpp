@@ -18,6 +18,7 @@
 
 #include "model/model.h"
 #include "spec/drafters/drafters.h"
+#include "spec/registry.h"
 
 namespace bee {
 
@@ -127,5 +128,8 @@ std::unique_ptr<DrafterShared> make_recycle_shared(const SpecParams& p, const Mo
 std::unique_ptr<Drafter> make_recycle(const DrafterEnv& env) {
     return std::make_unique<Recycle>(env.params, static_cast<Adjacency*>(env.shared));
 }
+
+extern const DrafterKind kDrafterRecycle = {"recycle", "", "recycle", {}, nullptr, nullptr, false, make_recycle,
+                                          make_recycle_shared};
 
 }  // namespace bee
