@@ -38,6 +38,7 @@ generate: setup build models
 	./$(BUILD)/bee run -m $(MODEL) -p "$(PROMPT)" -n 64
 
 test: setup build models
+	bash scripts/check_sizes.sh
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	python3 -m pytest -q tests/py
 	BEE_BIN=$(BUILD)/bee python3 -m pytest -q tests/server
