@@ -23,6 +23,7 @@ Scheduler::Scheduler(Engine& engine, const SchedulerParams& params) : eng_(engin
     for (int i = 0; i < params_.n_parallel; i++) {
         slots_.emplace_back(i, engine.model().tokenizer(), n_vocab, spec_.get());
         slots_.back().context_shift = params_.context_shift;
+        if (params_.extra_drafter) slots_.back().add_drafter(params_.extra_drafter(i));
     }
     for (Slot& s : slots_) s.on_finish = [this](const FinishInfo& f) { on_finished(f); };
     if (params_.cache_ram_bytes > 0) ram_ = std::make_unique<PromptCacheRam>(params_.cache_ram_bytes);

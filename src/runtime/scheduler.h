@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -28,6 +29,8 @@ struct SchedulerParams {
     size_t cache_ram_bytes = 0;     // --cache-ram: host-RAM prompt cache size (0: off)
     SpecParams spec;                // --spec-*: speculative decoding for every slot (types empty: off)
     bool context_shift = false;     // --context-shift: a full slot drops tokens after n_keep instead of ending
+    // Tests: a drafter added to each slot's Speculator after the configured ones (needs spec.types).
+    std::function<std::unique_ptr<Drafter>(int slot)> extra_drafter;
 };
 
 // Counters for /metrics (llama.cpp names in server/routes_metrics.cpp).

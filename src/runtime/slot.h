@@ -89,6 +89,8 @@ public:
     // steps hand theirs over inside verify_draft).
     const std::vector<int32_t>& capture_layers() const;
     void observe_target(const Batch& b, const DecodeOutput& out, bool prefill);
+    // Tests: one more drafter in the slot's own Speculator (the server's types must be configured).
+    void add_drafter(std::unique_ptr<Drafter> d);
     // The speculative types this slot's current task uses (empty: none).
     std::vector<std::string> spec_types() const;
 

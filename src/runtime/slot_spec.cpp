@@ -3,6 +3,7 @@
 // (contract in spec/speculator.h).
 #include <algorithm>
 
+#include "base/error.h"
 #include "runtime/slot.h"
 
 namespace bee::runtime {
@@ -79,6 +80,11 @@ const std::vector<int32_t>& Slot::capture_layers() const {
 
 void Slot::observe_target(const Batch& b, const DecodeOutput& out, bool prefill) {
     if (spec_ && step_rows > 0) spec_->observe_target(b, out, step_row0, step_rows, prefill);
+}
+
+void Slot::add_drafter(std::unique_ptr<Drafter> d) {
+    if (!spec_slot_) bee::fail("slot %d: an extra drafter needs speculative types configured", id_);
+    spec_slot_->add_drafter(std::move(d), "extra");
 }
 
 std::vector<std::string> Slot::spec_types() const {
