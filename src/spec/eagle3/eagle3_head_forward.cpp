@@ -1,0 +1,121 @@
+// spec/eagle3/eagle3_head_forward: the EAGLE-3 head's encoder (fc over the target's features) and its one
+// decoder block over a per-sequence KV (specs/drafters.md §3.2, §3.4, §8.7), with Bee's CPU kernels.
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+#include "spec/eagle3/eagle3_head.h"
+
+namespace bee {
+
+void Eagle3Kv::cut(int32_t p) {
+    int n = n_cells();
+    while (n > 0 && pos[n - 1] >= p) n--;
+    const size_t row = pos.empty() ? 0 : k.size() / pos.size();
+    pos.resize(n);
+    k.resize((size_t)n * row);
+    v.resize((size_t)n * row);
+}
+
+static void mm(ThreadPool& pool, const Weight& w, const float* x, int n, float* y) {
+    matmul(pool, w.type, w.data, w.ne1, w.ne0, x, n, y, w.layout);
+}
+
+void Eagle3Head::encode(ThreadPool& pool, const float* features, int n, float* g) const {
+    const int64_t f3 = 3 * (int64_t)hp_.target_n_embd;
+    if (!hp_.norm_before_fc) return mm(pool, w_.fc, features, n, g);
+    std::vector<float> xn((size_t)n * f3);  // (n, 3 * H_t)
+    for (int r = 0; r < n; r++)
+        rms_norm(features + r * f3, (const float*)w_.enc_norm.data, xn.data() + r * f3, f3, hp_.norm_eps);
+    mm(pool, w_.fc, xn.data(), n, g);
+}
+
+// Appends the rows' K and V (roped) to the KV after checking their positions keep it ascending.
+static void kv_append(Eagle3Kv& kv, const Eagle3Rows& rows, const float* k, const float* v, size_t nk) {
+    int32_t last = kv.pos.empty() ? INT32_MIN : kv.pos.back();
+    for (int r = 0; r < rows.n; r++) {
+        if (rows.pos[r] <= last)
+            fail("eagle3 head: row %d at position %d does not follow position %d in its KV (cut the KV first)", r,
+                 rows.pos[r], last);
+        last = rows.pos[r];
+    }
+    kv.pos.insert(kv.pos.end(), rows.pos, rows.pos + rows.n);
+    kv.k.insert(kv.k.end(), k, k + rows.n * nk);
+    kv.v.insert(kv.v.end(), v, v + rows.n * nk);
+}
+
+void Eagle3Head::decode(ThreadPool& pool, Eagle3Kv& kv, const Eagle3Rows& rows, float* hidden, float* logits) const {
+    const int n = rows.n;
+    const int64_t e = hp_.n_embd;
+    const size_t nq = (size_t)hp_.n_head * hp_.head_dim, nk = (size_t)hp_.n_head_kv * hp_.head_dim;
+    for (int r = 0; r < n; r++)
+        if (rows.token[r] < 0 || rows.token[r] >= w_.tok_embd.ne1)
+            fail("eagle3 head: token %d out of range (0..%lld)", rows.token[r], (long long)w_.tok_embd.ne1 - 1);
+    std::vector<float> x2((size_t)n * 2 * e);  // (n, 2H): [attn_norm(embd(token)) ; hidden_norm(g)]
+    std::vector<float> emb((size_t)n * e);     // (n, H) token embeddings, then the attention residual
+    get_rows(w_.tok_embd.type, w_.tok_embd.data, e, rows.token, n, emb.data());
+    for (int r = 0; r < n; r++) {
+        float* xr = x2.data() + r * 2 * e;
+        rms_norm(emb.data() + r * e, (const float*)w_.attn_norm.data, xr, e, hp_.norm_eps);
+        rms_norm(rows.g + r * e, (const float*)w_.hidden_norm.data, xr + e, e, hp_.norm_eps);
+    }
+    std::vector<float> q(n * nq), k(n * nk), v(n * nk);  // (n, n_head * hd), (n, n_head_kv * hd) x2
+    const MatmulOut qkv[3] = {{w_.wq.type, w_.wq.data, w_.wq.ne1, w_.wq.layout, q.data()},
+                              {w_.wk.type, w_.wk.data, w_.wk.ne1, w_.wk.layout, k.data()},
+                              {w_.wv.type, w_.wv.data, w_.wv.ne1, w_.wv.layout, v.data()}};
+    matmul_shared_input(pool, qkv, 3, 2 * e, x2.data(), n);
+    for (int r = 0; r < n; r++) {
+        rope(q.data() + r * nq, hp_.n_head, hp_.head_dim, rows.pos[r], hp_.rope);
+        rope(k.data() + r * nk, hp_.n_head_kv, hp_.head_dim, rows.pos[r], hp_.rope);
+    }
+    const int base = kv.n_cells();
+    kv_append(kv, rows, k.data(), v.data(), nk);
+    // Cells are in ascending position, so row r (at cell base + r) sees cells 0..base + r: causal.
+    std::vector<std::vector<int32_t>> vis(n);
+    std::vector<const std::vector<int32_t>*> vis_ptr(n);
+    for (int r = 0; r < n; r++) {
+        for (int32_t c = 0; c <= base + r; c++) vis[r].push_back(c);
+        vis_ptr[r] = &vis[r];
+    }
+    std::vector<float> att(n * nq);  // (n, n_head * hd)
+    AttentionArgs a;
+    a.n_rows = n;
+    a.n_head = hp_.n_head;
+    a.n_head_kv = hp_.n_head_kv;
+    a.head_dim = hp_.head_dim;
+    a.q = q.data();
+    a.out = att.data();
+    a.scale = hp_.attn_scale;
+    a.k = (const uint8_t*)kv.k.data();
+    a.v = (const uint8_t*)kv.v.data();
+    a.k_cell_bytes = a.v_cell_bytes = nk * sizeof(float);
+    a.visible = vis_ptr.data();
+    attention(pool, a);
+    float* h = hidden;  // (n, H): residual + attention, then + FFN: the pre-norm output
+    mm(pool, w_.wo, att.data(), n, h);
+    const float* resid = hp_.norm_before_residual ? nullptr : rows.g;
+    for (int r = 0; r < n; r++)
+        add(h + r * e, resid ? resid + r * e : x2.data() + r * 2 * e + e, e);
+    std::vector<float> hn((size_t)n * e), gate((size_t)n * hp_.n_ff), up((size_t)n * hp_.n_ff), ff((size_t)n * e);
+    for (int r = 0; r < n; r++) rms_norm(h + r * e, (const float*)w_.ffn_norm.data, hn.data() + r * e, e, hp_.norm_eps);
+    mm(pool, w_.ffn_gate, hn.data(), n, gate.data());
+    mm(pool, w_.ffn_up, hn.data(), n, up.data());
+    matmul_gated(pool, w_.ffn_down.type, w_.ffn_down.data, e, hp_.n_ff, gate.data(), up.data(), GatedAct::silu, n,
+                 ff.data(), w_.ffn_down.layout);
+    for (int r = 0; r < n; r++) add(h + r * e, ff.data() + r * e, e);
+    if (!logits) return;
+    for (int r = 0; r < n; r++)
+        rms_norm(h + r * e, (const float*)w_.output_norm.data, hn.data() + r * e, e, hp_.norm_eps);
+    mm(pool, w_.output, hn.data(), n, logits);
+}
+
+void Eagle3Head::scatter_logits(const float* draft, float* full, int n_vocab) const {
+    if (d2t_.empty()) {
+        for (int i = 0; i < n_vocab; i++) full[i] = draft[i];
+        return;
+    }
+    for (int i = 0; i < n_vocab; i++) full[i] = -std::numeric_limits<float>::infinity();
+    for (size_t i = 0; i < d2t_.size(); i++) full[d2t_[i]] = draft[i];
+}
+
+}  // namespace bee

@@ -1,0 +1,234 @@
+// tests/unit/spec/test_eagle3_load: Eagle3Head::load on small random heads written in llama.cpp's eagle3
+// layout by GgufWriter — with and without d2t and norm_before_fc, own or the target's token_embd and
+// output — against a tiny llama target, and every refusal's message.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "../model/tiny_model.h"
+#include "base/error.h"
+#include "gguf/gguf_writer.h"
+#include "spec/eagle3/eagle3_head.h"
+
+namespace bee::test {
+namespace {
+
+// The tiny target: 4 layers, n_embd 64, 300 tokens.
+const Model& target() {
+    static std::unique_ptr<Model> m = [] {
+        TinyConfig cfg = tiny_config("llama");
+        cfg.n_layer = 4;
+        const std::string path = temp_path("eagle3_target");
+        write_tiny_model(cfg, path);
+        return Model::load(path);
+    }();
+    return *m;
+}
+
+struct HeadSpec {
+    int H = 64, Ht = 64, n_head = 4, n_head_kv = 2, n_ff = 96;
+    int n_draft = 0;                      // > 0: a d2t of this many ids
+    GgmlType d2t_type = GgmlType::I64;
+    int32_t d2t_last = -1;                // >= 0: the last d2t id (out-of-range tests)
+    bool norm_before_fc = false, norm_before_residual = false;
+    bool write_enc_norm = true;           // enc.output_norm.weight when norm_before_fc
+    bool own_embd = true, own_output = true;
+    std::vector<int32_t> layers = {1, 2, 3};
+    const char* layer_key = "eagle3.target_layers";
+    std::function<void(GgufWriter&)> edit;  // metadata changes after the defaults
+};
+
+void add_f32(GgufWriter& w, const std::string& name, int64_t ne0, int64_t ne1, std::mt19937& rng, float scale) {
+    std::normal_distribution<float> nd(0.0f, scale);
+    std::vector<float> v((size_t)(ne0 * ne1));
+    for (float& x : v) x = nd(rng);
+    if (ne1 == 1)
+        for (float& x : v) x += 1.0f;  // norm weights near 1
+    std::vector<int64_t> ne = {ne0};
+    if (ne1 != 1) ne.push_back(ne1);
+    w.add_tensor(name, GgmlType::F32, ne, v.data(), v.size() * sizeof(float));
+}
+
+std::string write_head(const HeadSpec& s) {
+    GgufWriter w;
+    const int hd = s.H / s.n_head, nv = 300, n_out = s.n_draft ? s.n_draft : nv;
+    w.set_str("general.architecture", "eagle3");
+    w.set_u32("eagle3.block_count", 1);
+    w.set_u32("eagle3.embedding_length", s.H);
+    w.set_u32("eagle3.feed_forward_length", s.n_ff);
+    w.set_u32("eagle3.attention.head_count", s.n_head);
+    w.set_u32("eagle3.attention.head_count_kv", s.n_head_kv);
+    w.set_u32("eagle3.vocab_size", nv);
+    w.set_f32("eagle3.attention.layer_norm_rms_epsilon", 1e-5f);
+    w.set_i32_array(s.layer_key, s.layers);
+    w.set_u32("eagle3.target_hidden_size", s.Ht);
+    w.set_bool("eagle3.norm_before_residual", s.norm_before_residual);
+    w.set_bool("eagle3.norm_before_fc", s.norm_before_fc);
+    if (s.edit) s.edit(w);
+    std::mt19937 rng(7);
+    if (s.own_embd) add_f32(w, "token_embd.weight", s.H, nv, rng, 1.0f);
+    add_f32(w, "fc.weight", 3 * s.Ht, s.H, rng, 0.1f);
+    if (s.norm_before_fc && s.write_enc_norm) add_f32(w, "enc.output_norm.weight", 3 * s.Ht, 1, rng, 0.1f);
+    if (s.n_draft) {
+        std::vector<int64_t> ids(s.n_draft);
+        for (int i = 0; i < s.n_draft; i++) ids[i] = 7 * i % nv;
+        if (s.d2t_last >= 0) ids.back() = s.d2t_last;
+        if (s.d2t_type == GgmlType::I64) {
+            w.add_tensor("d2t", GgmlType::I64, {s.n_draft}, ids.data(), ids.size() * 8);
+        } else {
+            std::vector<int32_t> ids32(ids.begin(), ids.end());
+            w.add_tensor("d2t", GgmlType::I32, {s.n_draft}, ids32.data(), ids32.size() * 4);
+        }
+    }
+    add_f32(w, "blk.0.attn_norm.weight", s.H, 1, rng, 0.1f);
+    add_f32(w, "blk.0.attn_norm_2.weight", s.H, 1, rng, 0.1f);
+    add_f32(w, "blk.0.attn_q.weight", 2 * s.H, s.n_head * hd, rng, 0.1f);
+    add_f32(w, "blk.0.attn_k.weight", 2 * s.H, s.n_head_kv * hd, rng, 0.1f);
+    add_f32(w, "blk.0.attn_v.weight", 2 * s.H, s.n_head_kv * hd, rng, 0.1f);
+    add_f32(w, "blk.0.attn_output.weight", s.n_head * hd, s.H, rng, 0.1f);
+    add_f32(w, "blk.0.ffn_norm.weight", s.H, 1, rng, 0.1f);
+    add_f32(w, "blk.0.ffn_gate.weight", s.H, s.n_ff, rng, 0.1f);
+    add_f32(w, "blk.0.ffn_up.weight", s.H, s.n_ff, rng, 0.1f);
+    add_f32(w, "blk.0.ffn_down.weight", s.n_ff, s.H, rng, 0.1f);
+    add_f32(w, "output_norm.weight", s.H, 1, rng, 0.1f);
+    if (s.own_output) add_f32(w, "output.weight", s.H, n_out, rng, 0.3f);
+    const std::string path = temp_path("eagle3_head");
+    w.write(path);
+    return path;
+}
+
+// Loads, then decodes two rows: finite logits over the draft vocabulary, scattered onto the target's.
+void load_and_decode(const HeadSpec& s) {
+    const Eagle3Target t = eagle3_target_of(target());
+    const std::unique_ptr<Eagle3Head> h = Eagle3Head::load(write_head(s), t);
+    const Eagle3HParams& hp = h->hparams();
+    EXPECT_EQ(hp.n_embd, s.H);
+    EXPECT_EQ(hp.target_n_embd, s.Ht);
+    EXPECT_EQ(hp.target_layers, (std::array<int32_t, 3>{s.layers[0], s.layers[1], s.layers[2]}));
+    EXPECT_EQ(hp.norm_before_fc, s.norm_before_fc);
+    EXPECT_EQ(hp.norm_before_residual, s.norm_before_residual);
+    EXPECT_EQ(hp.n_draft_vocab, s.n_draft ? s.n_draft : t.n_vocab);
+    EXPECT_EQ(h->d2t().size(), (size_t)s.n_draft);
+    EXPECT_EQ((bool)h->weights().enc_norm, s.norm_before_fc);
+    EXPECT_EQ(h->weights().tok_embd.data == t.tok_embd.data, !s.own_embd);
+    EXPECT_EQ(h->weights().output.data == t.output.data, !s.own_output);
+    for (int i = 0; i < s.n_draft; i++) EXPECT_EQ(h->target_id(i), 7 * i % t.n_vocab);
+
+    ThreadPool pool(2);
+    std::vector<float> feats(2 * 3 * (size_t)s.Ht, 0.25f), g(2 * (size_t)s.H), hid(2 * (size_t)s.H);
+    for (size_t i = 0; i < feats.size(); i++) feats[i] = std::sin(0.37f * (float)i);
+    h->encode(pool, feats.data(), 2, g.data());
+    const int32_t tok[2] = {5, 290}, pos[2] = {0, 1};
+    std::vector<float> logits(2 * (size_t)hp.n_draft_vocab), full(t.n_vocab);
+    Eagle3Kv kv;
+    h->decode(pool, kv, {2, tok, pos, g.data()}, hid.data(), logits.data());
+    for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+    h->scatter_logits(logits.data(), full.data(), t.n_vocab);
+    int finite = 0;
+    for (float x : full) finite += std::isfinite(x);
+    EXPECT_EQ(finite, hp.n_draft_vocab);
+}
+
+struct Variant {
+    const char* name;
+    int n_draft;
+    bool norm_before_fc, norm_before_residual, own_embd, own_output;
+};
+class Eagle3Load : public ::testing::TestWithParam<Variant> {};
+
+TEST_P(Eagle3Load, BindsAndDecodes) {
+    const Variant v = GetParam();
+    HeadSpec s;
+    s.n_draft = v.n_draft;
+    s.norm_before_fc = v.norm_before_fc;
+    s.norm_before_residual = v.norm_before_residual;
+    s.own_embd = v.own_embd;
+    s.own_output = v.own_output;
+    load_and_decode(s);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Variants, Eagle3Load,
+    ::testing::Values(Variant{"plain", 0, false, false, true, true}, Variant{"d2t", 40, false, false, true, true},
+                      Variant{"norm_before_fc", 40, true, false, true, true},
+                      Variant{"norm_before_residual", 0, false, true, true, true},
+                      Variant{"shared_output", 0, false, false, true, false},
+                      Variant{"shared_embd_and_output", 0, true, false, false, false},
+                      Variant{"d2t_shared_embd", 25, false, false, false, true}),
+    [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
+
+TEST(Eagle3Load, LayerIdOfTheFinalStateIsAccepted) {
+    HeadSpec s;
+    s.layers = {2, 3, 4};  // 4 = n_layer: the final hidden state before the output norm
+    load_and_decode(s);
+}
+
+// The load must throw an Error whose message holds `want`.
+void expect_refused(const HeadSpec& s, const std::string& want) {
+    const std::string path = write_head(s);
+    try {
+        Eagle3Head::load(path, eagle3_target_of(target()));
+        ADD_FAILURE() << "loaded; expected an error with: " << want;
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+}
+
+TEST(Eagle3Load, RefusesAHeadThatDoesNotFit) {
+    HeadSpec s;
+    s.Ht = 32;
+    expect_refused(s, "eagle3.target_hidden_size is 32 but the target");
+    s = {};
+    s.layers = {1, 2, 5};
+    expect_refused(s, "eagle3.target_layers = [1, 2, 5] but the target");
+    s.layers = {-1, 2, 3};
+    expect_refused(s, "has 4 layers (ids 0..4)");
+    s = {};
+    s.layers = {1, 2};
+    expect_refused(s, "eagle3.target_layers has 2 ids: EAGLE-3 reads exactly 3");
+    s = {};
+    s.edit = [](GgufWriter& w) { w.set_u32("eagle3.vocab_size", 301); };
+    expect_refused(s, "eagle3.vocab_size is 301 but the target");
+    s = {};
+    s.H = 32;
+    s.own_embd = false;
+    expect_refused(s, "the head has no 'token_embd.weight', so it would use the target's");
+    s = {};
+    s.H = 32;
+    s.own_output = false;
+    expect_refused(s, "the head has no 'output.weight', so it would use the target's");
+}
+
+TEST(Eagle3Load, RefusesAMalformedHead) {
+    HeadSpec s;
+    s.edit = [](GgufWriter& w) { w.set_str("general.architecture", "llama"); };
+    expect_refused(s, "general.architecture is 'llama', not 'eagle3'");
+    s.edit = [](GgufWriter& w) { w.set_u32("eagle3.block_count", 2); };
+    expect_refused(s, "an EAGLE-3 head has exactly one decoder block");
+    s = {};
+    s.n_draft = 10;
+    s.d2t_type = GgmlType::I32;
+    expect_refused(s, "tensor 'd2t' has type i32");
+    s.d2t_type = GgmlType::I64;
+    s.d2t_last = 300;
+    expect_refused(s, "d2t[9] = 300 is not a token of the target");
+    s = {};
+    s.n_draft = 10;
+    s.own_output = false;
+    expect_refused(s, "d2t names 10 draft tokens but the head has no 'output.weight'");
+    s = {};
+    s.norm_before_fc = true;
+    s.write_enc_norm = false;
+    expect_refused(s, "tensor 'enc.output_norm.weight' is missing");
+}
+
+TEST(Eagle3Load, NamesTheOlderLayerKey) {
+    HeadSpec s;
+    s.layer_key = "eagle3.extract_layers";  // earlier revisions of the converter; llama.cpp reads only target_layers
+    expect_refused(s, "eagle3.target_layers is missing (the file has the older eagle3.extract_layers)");
+}
+
+}  // namespace
+}  // namespace bee::test
