@@ -24,7 +24,7 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
                                            gp.starts_in_reasoning);
     guard_.reset();
     grammar_.reset();
-    if (gp.grammar) grammar_ = std::make_unique<GrammarConstraint>(gp.grammar, gp.grammar_vocab);
+    if (gp.grammar) grammar_ = std::make_unique<GrammarConstraint>(*gp.grammar);
     if (gp.reasoning && gp.loop_guard.mode != chat::LoopGuardMode::Off)
         guard_ = std::make_unique<chat::LoopGuard>(gp.loop_guard);
     forced_.clear();
@@ -116,9 +116,11 @@ bool Slot::sample(const float* logits, int32_t n_ctx_slot, double now_ms) {
         forced_.pop_front();
     } else if (grammar_) {
         id = grammar_->sample(*sampler_, logits);
-        if (id < 0) {  // no token of the vocabulary can continue the grammar
-            fin_.stop_detail = "grammar";
-            finish(StopType::eos, now_ms);
+        if (id < 0) {  // no token of the vocabulary can continue the grammar (or a matcher budget refused them)
+            const bool budget = grammar_->budget_hit() != nullptr;
+            fin_.stop_detail = budget ? "grammar_budget" : "grammar";
+            fin_.stop_message = grammar_->budget_message();
+            finish(budget ? StopType::limit : StopType::eos, now_ms);
             return true;
         }
     } else {

@@ -63,9 +63,9 @@ struct GenParams {
         bool fresh = false;               // a new Speculator for this task (no depth state kept from earlier ones)
     } spec;
     // Constrained sampling (grammar, json_schema, response_format, tool_choice "required"); null: none.
-    // A constrained request never speculates.
-    std::shared_ptr<const Grammar> grammar;
-    std::shared_ptr<const GrammarVocab> grammar_vocab;
+    // Prepared by the request handler (parsed, its start scanned); each slot starts from a copy. A
+    // constrained request never speculates.
+    std::shared_ptr<const GrammarConstraint> grammar;
 };
 
 struct TokenLogprob {
@@ -89,7 +89,8 @@ struct FinishInfo {
     StopType stop_type = StopType::none;
     std::string stopping_word;
     bool truncated = false;           // stopped because the slot's context is full
-    std::string stop_detail;          // "loop_guard" when the reasoning loop guard ended it
+    std::string stop_detail;          // "loop_guard", "grammar" (no token fits) or "grammar_budget"
+    std::string stop_message;         // with "grammar_budget": which budget and how to simplify the grammar
     std::string loop_guard_action, loop_guard_reason;
     int32_t id_slot = -1;
     int32_t n_prompt = 0;             // prompt tokens in total

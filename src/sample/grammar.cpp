@@ -1,9 +1,7 @@
-// sample/grammar: the pushdown matcher over code points and grammar-constrained sampling (see grammar.h).
+// sample/grammar: the pushdown matcher over code points (see grammar.h).
 #include "sample/grammar.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <unordered_set>
 
 #include "base/error.h"
@@ -120,6 +118,7 @@ bool GrammarMatcher::expand(Stack first, std::vector<Stack>& out, Budget& b) con
 // `out` = every stack of `in` advanced by one code point; false if none can take it or a budget runs out.
 bool GrammarMatcher::step(const std::vector<Stack>& in, uint32_t cp, std::vector<Stack>& out) const {
     out.clear();
+    last_refusal_ = nullptr;
     Budget b;
     for (const Stack& st : in) {
         if (st.empty() || !g_->elems[st.back()].matches(cp)) continue;
@@ -127,6 +126,7 @@ bool GrammarMatcher::step(const std::vector<Stack>& in, uint32_t cp, std::vector
         moved.back()++;
         if (!b.spend(st.size()) || !expand(std::move(moved), out, b)) {
             work_done_ += b.work;
+            budget_hit_ = last_refusal_ = "step-work";
             return false;
         }
     }
@@ -134,7 +134,11 @@ bool GrammarMatcher::step(const std::vector<Stack>& in, uint32_t cp, std::vector
     if (out.empty()) return false;
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
-    return out.size() <= kGrammarMaxStacks;
+    if (out.size() > kGrammarMaxStacks) {
+        budget_hit_ = last_refusal_ = "live-stack";
+        return false;
+    }
+    return true;
 }
 
 // Installs new stacks (taking them from `stacks`) and the ASCII characters they can take next.
@@ -182,31 +186,72 @@ bool GrammarMatcher::advance(std::string_view bytes, std::vector<Stack>& stacks,
         if (left > 0) continue;
         // Overlong forms (0xC1 0xB2 for 'r'), surrogates and values past U+10FFFF are not characters.
         if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-        if (!moved && refused_first_.count(cp)) return false;
+        if (!moved && refused_first(cp)) return false;
         if (!step(moved ? stacks : stacks_, cp, next)) {
-            // note: remembered, so that a vocabulary scan pays a first character over budget only once.
-            if (!moved) refused_first_.insert(cp);
+            if (!moved) refuse_first(cp);
             return false;
         }
         stacks.swap(next);
         moved = true;
     }
-    if (left > 0) {  // ends inside a character: some stack must take a code point with these leading bits
-        // note: hi is capped at U+10FFFF, else a lead byte such as 0xF4 would reach the whole-token code
-        // points (kGrammarTokenBase + id) and byte tokens could spell the start of a `<[id]>` terminal.
-        const uint32_t lo = std::max(cp << (6 * left), min);
-        const uint32_t hi = std::min<uint32_t>((cp << (6 * left)) | ((1u << (6 * left)) - 1), 0x10FFFF);
-        if (lo > hi) return false;
-        bool any = false;
-        for (const Stack& st : moved ? stacks : stacks_) {
-            if (st.empty()) continue;
-            const GrammarElem& e = g_->elems[st.back()];
-            bool hit = e.negated;  // note: a negated set is assumed to leave something in [lo, hi]
-            for (const auto& [a, b] : e.ranges) hit = hit || (a <= hi && b >= lo);
-            any = any || hit;
-        }
-        if (!any) return false;
+    return left == 0 || partial_fits(moved ? stacks : stacks_, cp, min, left);
+}
+
+// Whether text ending inside a character (cp: its leading bits, `left` continuation bytes still to come)
+// can continue: some stack must take a code point with these leading bits.
+bool GrammarMatcher::partial_fits(const std::vector<Stack>& stacks, uint32_t cp, uint32_t min, int left) const {
+    // note: hi is capped at U+10FFFF, else a lead byte such as 0xF4 would reach the whole-token code
+    // points (kGrammarTokenBase + id) and byte tokens could spell the start of a `<[id]>` terminal.
+    const uint32_t lo = std::max(cp << (6 * left), min);
+    const uint32_t hi = std::min<uint32_t>((cp << (6 * left)) | ((1u << (6 * left)) - 1), 0x10FFFF);
+    if (lo > hi) return false;
+    for (const Stack& st : stacks) {
+        if (st.empty()) continue;
+        const GrammarElem& e = g_->elems[st.back()];
+        if (e.negated) return true;  // note: a negated set is assumed to leave something in [lo, hi]
+        for (const auto& [a, b] : e.ranges)
+            if (a <= hi && b >= lo) return true;
     }
+    return false;
+}
+
+// Whether a first character is known to be refused from the current state (noting the budget that
+// refused it, if one did). note: remembered, so that a vocabulary scan pays a refused first character once.
+bool GrammarMatcher::refused_first(uint32_t cp) const {
+    auto it = refused_first_.find(cp);
+    if (it == refused_first_.end()) return false;
+    if (it->second) budget_hit_ = it->second;
+    return true;
+}
+
+void GrammarMatcher::refuse_first(uint32_t cp) const {
+    refused_first_[cp] = last_refusal_;
+}
+
+// One byte of a token from level `from` to level `to` (= level `at`): the same checks, in the same order,
+// as advance() makes for that byte; a completed character steps the stacks into own[at].
+bool GrammarMatcher::take_byte(unsigned char c, const ScanLevel& from, ScanLevel& to, int at,
+                               std::vector<std::vector<Stack>>& own) const {
+    to = from;
+    if (from.left > 0) {
+        if ((c & 0xc0) != 0x80) return false;
+        to.cp = (from.cp << 6) | (c & 0x3f);
+        to.left = from.left - 1;
+    } else {
+        to.left = utf8_lead(c, &to.cp);
+        if (to.left < 0) return false;
+        to.min = kMinOfLength[to.left];
+    }
+    if (to.left > 0) return true;
+    const uint32_t cp = to.cp;
+    if (cp < to.min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    const bool first = from.src < 0;  // no character completed yet: the stacks are still stacks_
+    if (first && refused_first(cp)) return false;
+    if (!step(first ? stacks_ : own[from.src], cp, own[at])) {
+        if (first) refuse_first(cp);
+        return false;
+    }
+    to.src = at;
     return true;
 }
 
@@ -260,121 +305,6 @@ std::vector<uint32_t> GrammarMatcher::state_key() const {
         key.insert(key.end(), st.begin(), st.end());
     }
     return key;
-}
-
-GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> g, std::shared_ptr<const GrammarVocab> vocab)
-    : m_(std::move(g)), vocab_(std::move(vocab)) {}
-
-bool GrammarConstraint::allowed(int32_t id) const {
-    if (id < 0 || (size_t)id >= vocab_->text.size()) return false;
-    if (vocab_->is_eog[id]) return m_.can_end();
-    if (m_.names_token(id) && m_.allows_token(id)) return true;
-    const std::string& t = vocab_->text[id];
-    return !t.empty() && m_.allows(t);
-}
-
-int32_t GrammarConstraint::sample(Sampler& s, const float* logits) {
-    s.apply(logits);
-    std::vector<TokenProb> dist;
-    double sum = 0;
-    for (const TokenProb& t : s.candidates()) {
-        if (t.p > 0 && allowed(t.id)) {
-            dist.push_back(t);
-            sum += t.p;
-            if (s.params().temp <= 0) break;  // greedy: the best allowed one
-        }
-    }
-    if (dist.empty()) {  // none of the chain's picks fits: mask the vocabulary and run the chain again
-        if (!mask(s, logits)) return -1;
-        s.apply(masked_.data());
-        for (const TokenProb& t : s.candidates()) {
-            if (t.p > 0 && allowed(t.id)) {
-                dist.push_back(t);
-                sum += t.p;
-            }
-        }
-        if (dist.empty()) return -1;
-    }
-    if (dist.size() == 1) return dist[0].id;  // as Sampler::sample: a single survivor needs no draw
-    for (TokenProb& t : dist) t.p = (float)(t.p / sum);
-    return s.draw(dist);
-}
-
-// masked_ = logits with every token the chain must not see at -inf; false if no token is allowed.
-// note: checking a token that the grammar allows costs a few microseconds (a copy of the matcher), so a
-// whole-vocabulary scan inside a JSON string (most tokens allowed) takes ~0.2 s on a 49k vocabulary.
-// When the chain keeps only the best k tokens (greedy: 1; top-k) and no penalty reorders the logits,
-// tokens are checked in descending logit order until k allowed ones are found (or, past the first 1024,
-// all the rest are checked): the chain's result is the same as with the whole vocabulary masked.
-bool GrammarConstraint::mask(const Sampler& s, const float* logits) {
-    const SamplingParams& p = s.params();
-    const size_t n = (size_t)s.n_vocab();
-    constexpr float kOff = -std::numeric_limits<float>::infinity();
-    masked_.resize(n);
-    const bool penalties = p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
-    const size_t want = p.temp <= 0 ? 1 : p.top_k > 0 ? (size_t)p.top_k : 0;
-    if (penalties || want == 0) {
-        const std::vector<uint8_t>& ok = allowed_all();
-        bool any = false;
-        for (size_t i = 0; i < n; i++) {
-            masked_[i] = ok[i] ? logits[i] : kOff;
-            any = any || ok[i];
-        }
-        return any;
-    }
-    std::fill(masked_.begin(), masked_.end(), kOff);
-    const size_t work0 = m_.work_done();
-    order_.resize(n);
-    for (size_t i = 0; i < n; i++) order_[i] = (int32_t)i;
-    auto higher = [logits](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-    constexpr size_t kSortedScan = 1024;  // past this, allowed tokens are rare: check the rest unsorted
-    size_t found = 0, done = 0;
-    while (found < want && done < std::min(n, kSortedScan)) {  // sort a growing prefix, check it in order
-        const size_t next = std::min(n, std::max<size_t>(64, done * 4));
-        const auto first = order_.begin() + (std::ptrdiff_t)done, last = order_.begin() + (std::ptrdiff_t)next;
-        std::nth_element(first, last - 1, order_.end(), higher);  // note: O(n) per round, then sort the chunk
-        std::sort(first, last, higher);
-        for (size_t i = done; i < next && found < want && m_.work_done() - work0 <= kGrammarMaxScanWork; i++) {
-            const int32_t id = order_[i];
-            if (allowed(id)) {
-                masked_[id] = logits[id];
-                found++;
-            }
-        }
-        done = next;
-    }
-    if (found < want) {  // every token of the sorted prefix was checked; the rest all go to the chain
-        const std::vector<uint8_t>& ok = allowed_all();
-        for (size_t i = done; i < n; i++) {
-            const int32_t id = order_[i];
-            if (ok[id]) {
-                masked_[id] = logits[id];
-                found++;
-            }
-        }
-    }
-    return found > 0;
-}
-
-// allowed() for every token, cached per matcher state (at most 32 states kept: a grammar's repeating
-// states are few, and each verdict is n_vocab bytes). Past kGrammarMaxScanWork the rest count as not
-// allowed: a grammar whose every token costs a whole step budget cannot stall the slot for minutes.
-const std::vector<uint8_t>& GrammarConstraint::allowed_all() {
-    std::vector<uint32_t> key = m_.state_key();
-    auto it = verdicts_.find(key);
-    if (it != verdicts_.end()) return it->second;
-    if (verdicts_.size() >= 32) verdicts_.clear();
-    std::vector<uint8_t> ok(vocab_->text.size());
-    const size_t work0 = m_.work_done();
-    for (size_t i = 0; i < ok.size() && m_.work_done() - work0 <= kGrammarMaxScanWork; i++) ok[i] = allowed((int32_t)i) ? 1 : 0;
-    return verdicts_.emplace(std::move(key), std::move(ok)).first->second;
-}
-
-bool GrammarConstraint::accept(int32_t id) {
-    if (id < 0 || (size_t)id >= vocab_->text.size()) return false;
-    if (vocab_->is_eog[id]) return m_.can_end();
-    if (m_.names_token(id) && m_.accept_token(id)) return true;
-    return m_.accept(vocab_->text[id]);
 }
 
 }  // namespace bee

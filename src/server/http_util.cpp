@@ -4,6 +4,7 @@
 #include "server/http_conn.h"
 
 #include <arpa/inet.h>
+#include <cmath>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -63,11 +64,20 @@ bool get_bool(const Json& body, const char* key, bool def) {
 int64_t get_int(const Json& body, const char* key, int64_t def, int64_t lo, int64_t hi) {
     const Json* v = field(body, key);
     if (!v) return def;
-    int64_t x;
-    if (v->is_number_integer()) {
+    int64_t x = 0;
+    // note: values past int64's range are refused before any conversion (a double's is undefined, a
+    // uint64's wraps: 2^64 - 1 would read as -1).
+    constexpr double kTwo63 = 9223372036854775808.0;
+    if (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t)INT64_MAX) {
+        bad_request("'%s' is %llu but must be in [%lld, %lld]", key, (unsigned long long)v->get<uint64_t>(), (long long)lo,
+                    (long long)hi);
+    } else if (v->is_number_integer()) {
         x = v->get<int64_t>();
-    } else if (v->is_number_float() && v->get<double>() == (double)(int64_t)v->get<double>()) {
-        x = (int64_t)v->get<double>();  // 64.0 is accepted as 64, as JSON encoders sometimes write it
+    } else if (v->is_number_float() && v->get<double>() == std::trunc(v->get<double>())) {
+        const double d = v->get<double>();  // 64.0 is accepted as 64, as JSON encoders sometimes write it
+        if (!(d >= -kTwo63 && d < kTwo63))
+            bad_request("'%s' is %g but must be in [%lld, %lld]", key, d, (long long)lo, (long long)hi);
+        x = (int64_t)d;
     } else {
         bad_request("'%s' must be an integer", key);
     }

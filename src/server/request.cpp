@@ -362,19 +362,24 @@ std::shared_ptr<const GrammarVocab> grammar_vocab(const Tokenizer& tok) {
             v->is_eog[id] = tok.is_eog(id) ? 1 : 0;
             v->text[id] = tok.token_to_piece(id, false);  // control tokens: "" (never allowed)
         }
+        v->trie();  // the prefix trie every grammar's vocabulary scans walk
         vocab = std::move(v);
         owner = &tok;
     }
     return vocab;
 }
 
+// note: everything a grammar costs before its first token (parsing, the matcher's start, the vocabulary
+// scan there) is paid here, on the request's own thread, so a large grammar never stalls the other slots.
 void set_grammar(GenParams& g, const std::string& gbnf, const Tokenizer& tok) {
+    std::shared_ptr<GrammarConstraint> c;
     try {
-        g.grammar = Grammar::parse(gbnf);
+        c = std::make_shared<GrammarConstraint>(Grammar::parse(gbnf), grammar_vocab(tok));
     } catch (const Error& e) {
         bad_request("%s", e.what());
     }
-    g.grammar_vocab = grammar_vocab(tok);
+    c->prepare();
+    g.grammar = std::move(c);
 }
 
 std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok) {

@@ -159,6 +159,12 @@ const char* finish_reason(const FinishInfo& f) {
     return f.stop_type == StopType::eos || f.stop_type == StopType::word ? "stop" : "length";
 }
 
+void add_stop_detail(Json& choice, const FinishInfo& f) {
+    if (f.stop_message.empty()) return;
+    choice["stop_detail"] = f.stop_detail;
+    choice["stop_message"] = f.stop_message;
+}
+
 const char* stop_type_name(StopType t) {
     switch (t) {
     case StopType::eos: return "eos";

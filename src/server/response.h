@@ -47,6 +47,8 @@ Json usage_json(const FinishInfo& f);
 std::vector<Json> oai_final_chunks(Json last, Json usage_chunk, const FinishInfo& f, bool include_usage);
 // "stop" (end of generation or stop string) or "length" (token limit or context full).
 const char* finish_reason(const FinishInfo& f);
+// An OpenAI choice gets stop_detail and stop_message when the end needs explaining (a grammar budget).
+void add_stop_detail(Json& choice, const FinishInfo& f);
 const char* stop_type_name(StopType t);
 
 // OpenAI chat logprobs: [{token, logprob, bytes, top_logprobs: [{token, logprob, bytes}]}].

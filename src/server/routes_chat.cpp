@@ -59,6 +59,7 @@ Json chat_choice(const ServerContext& ctx, const ToolMode& tools, const ChatProm
         msg["reasoning_content"] = r.reasoning;
     }
     Json choice = {{"index", index}, {"finish_reason", finish}, {"message", msg}};
+    add_stop_detail(choice, r.finish);
     if (g.want_logprobs) choice["logprobs"] = {{"content", oai_logprobs_content(r.tokens, ctx.tokenizer())}};
     return choice;
 }
@@ -114,7 +115,9 @@ StreamFormat chat_stream_format(ServerContext& ctx, const std::string& id, int64
         }
         std::string reason = finish_reason(f);
         if (ts && ts->n_sent > 0 && reason == "stop") reason = "tool_calls";
-        Json last = chat_chunk(ctx, id, created, Json::array({{{"index", index}, {"finish_reason", reason}, {"delta", Json::object()}}}));
+        Json choice = {{"index", index}, {"finish_reason", reason}, {"delta", Json::object()}};
+        add_stop_detail(choice, f);
+        Json last = chat_chunk(ctx, id, created, Json::array({std::move(choice)}));
         for (Json& j : oai_final_chunks(std::move(last), chat_chunk(ctx, id, created, Json::array()), f, include_usage))
             out.push_back(std::move(j));
         return out;

@@ -49,6 +49,7 @@ Json native_final(const ServerContext& ctx, const Task& t, const TaskResult& r, 
         if (t.params.want_logprobs) j["completion_probabilities"] = native_probs(r.tokens, ctx.tokenizer());
     }
     if (!f.stop_detail.empty()) j["stop_detail"] = f.stop_detail;
+    if (!f.stop_message.empty()) j["stop_message"] = f.stop_message;
     return j;
 }
 
@@ -170,6 +171,7 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
         for (size_t i = 0; i < rs.size(); i++) {
             Json choice = {{"text", rs[i].content}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_reason(rs[i].finish)}};
             if (want_logprobs) choice["logprobs"] = oai_text_logprobs(ctx, rs[i].tokens);
+            add_stop_detail(choice, rs[i].finish);
             choices.push_back(std::move(choice));
             fs.push_back(rs[i].finish);
         }
@@ -197,8 +199,9 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
         };
         const bool usage_here = include_usage && total == 1;
         fmt.done = [&ctx, id, created, usage_here, i](const FinishInfo& f) {
-            Json last = oai_text_chunk(ctx, id, created,
-                                       {{"text", ""}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_reason(f)}});
+            Json choice = {{"text", ""}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_reason(f)}};
+            add_stop_detail(choice, f);
+            Json last = oai_text_chunk(ctx, id, created, std::move(choice));
             return oai_final_chunks(std::move(last), oai_text_chunk(ctx, id, created, Json::array()), f, usage_here);
         };
         fmts.push_back(std::move(fmt));

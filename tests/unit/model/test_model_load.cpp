@@ -199,6 +199,27 @@ TEST(ModelLoadErrors, NonsenseHparams) {
         cfg.rope_base = base;
         expect_load_error(cfg, {}, {"llama.rope.freq_base", "must be > 0"});
     }
+    for (float base : {nan, inf, -inf}) {  // gemma3's sliding-window layers have their own base
+        TinyConfig cfg = tiny_config("gemma3");
+        cfg.rope_base_swa = base;
+        expect_load_error(cfg, {}, {"gemma3.rope.freq_base_swa", "finite"});
+    }
+    {
+        TinyConfig cfg = tiny_config("gemma3");
+        cfg.rope_base_swa = -10000.0f;
+        expect_load_error(cfg, {}, {"gemma3.rope.freq_base_swa", "must be > 0"});
+        const std::string path = temp_path("swa_base_0");  // 0 (the tiny writer's "absent") via --override-kv
+        write_tiny_model(tiny_config("gemma3"), path);
+        ModelLoadParams lp;
+        lp.kv_overrides = parse_gguf_overrides("gemma3.rope.freq_base_swa=float:0");
+        try {
+            Model::load(path, lp);
+            ADD_FAILURE() << "expected Error";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("gemma3.rope.freq_base_swa is 0: it must be > 0"), std::string::npos) << e.what();
+        }
+        unlink(path.c_str());
+    }
     for (float eps : {nan, inf}) {
         TinyConfig cfg = tiny_config("llama");
         cfg.norm_eps = eps;

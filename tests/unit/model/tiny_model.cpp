@@ -133,7 +133,7 @@ void write_hparams(MetaWriter& gw, const TinyConfig& c, const std::string& arch_
         gw.f32(a + "rope.scaling.factor", c.rope_scale);
     }
     if (c.n_swa > 0) gw.u32(a + "attention.sliding_window", (uint32_t)c.n_swa);
-    if (c.rope_base_swa > 0) gw.f32(a + "rope.freq_base_swa", c.rope_base_swa);
+    if (c.rope_base_swa != 0.0f) gw.f32(a + "rope.freq_base_swa", c.rope_base_swa);
 }
 
 }  // namespace

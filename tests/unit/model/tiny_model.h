@@ -25,7 +25,7 @@ struct TinyConfig {
     int n_ctx_train = 256;
     float norm_eps = 1e-6f;
     float rope_base = 10000.0f;
-    float rope_base_swa = 0.0f;  // gemma3: rope.freq_base_swa (0: key not written)
+    float rope_base_swa = 0.0f;  // gemma3: rope.freq_base_swa (0: key not written; NaN, inf, < 0 are written)
     int n_rot = 0;               // rope.dimension_count (0: head_dim)
     float rope_scale = 0.0f;     // rope.scaling.type linear with this factor (0: none); not on sliding layers
     bool rope_freqs = false;     // rope_freqs.weight: (n_rot/2) divisors of theta
