@@ -26,8 +26,8 @@ import pathlib
 
 from server_common import MODEL, ROOT, start_server, stop_server
 
-# SmolLM2, grounded prompt 1, session 8, -t 2, each decode after 8 of the same size (a steady loop; the
-# session-7 curve timed k = 0 cold): decode of 1 + k rows / 1 row, k = 0..16
+# SmolLM2, grounded prompt 1, -t 2, each decode after 8 of the same size (a steady loop; an earlier curve
+# timed k = 0 cold): decode of 1 + k rows / 1 row, k = 0..16 (docs/PERFORMANCE-LOG.md, 2026-11-23)
 SMOLLM2_COST = "1.00,1.22,1.56,1.79,2.15,2.27,2.43,2.68,3.14,3.44,3.71,3.81,4.21,4.47,4.82,4.86,5.26"
 
 

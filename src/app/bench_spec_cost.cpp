@@ -5,7 +5,7 @@
 // weighed against. Depths alternate within each repetition (the machine is noisy) and the median is kept.
 // Each timed decode follows kSteady untimed decodes of the same rows, as in a loop at a constant depth:
 // how fast a decode runs depends on how long ago the previous one read the weights (on a shared-L3 host
-// the model's cache lines decay within milliseconds; docs/PERFORMANCE.md, session 8), so timing k = 0
+// the model's cache lines decay within milliseconds; docs/PERFORMANCE-LOG.md, 2026-11-23), so timing k = 0
 // right after a wide decode would overstate a plain decode and understate every ratio.
 #include "app/bench_spec_cost.h"
 

@@ -199,7 +199,7 @@ void merge_head(const AttnJob& j, int r, int h, float* acc) {
 // on which way they were read (invariant 2).
 // note: f16, bf16 and q8_0 (fused tile kernels converting in registers) are always read in place: that
 // was faster than reading pre-decoded floats (twice the bytes of f16, plus the decode pass) at every
-// batch measured (attn7, docs/PERFORMANCE-HISTORY-7.md): f16 rows of one sequence sharing ~200
+// batch measured (docs/PERFORMANCE-LOG.md, 2026-11-22): f16 rows of one sequence sharing ~200
 // cells 1.6x (4-8 rows) to 1.25x (256 rows), pp512 +9%. The scalar TurboQuant types' in-register
 // table lookups are dearer (64 rows 15% slower in place), so they, the legacy 4/5-bit blocks and TCQ
 // are still decoded once per call.
@@ -332,7 +332,7 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
     // note: with many (row, partition) units (the server's step: 8 rows on 2 threads) a task takes every
     // kv head of its unit, tile by tile, so a cell's K (then V) heads are read together, one contiguous
     // row of the cache instead of three visits 128 bytes apart at different times: 3-6% of attention
-    // at 80-400 interleaved cells (attn7, docs/PERFORMANCE-HISTORY-7.md). Fewer, longer tasks, so
+    // at 80-400 interleaved cells (docs/PERFORMANCE-LOG.md, 2026-11-22). Fewer, longer tasks, so
     // only from 4 units per thread on. The arithmetic per head is the same either way.
     if (j.heads_per_task == j.group && n_units >= 4 * pool.size()) j.kv_per_task = a.n_head_kv;
     static thread_local DecodedCells decoded;

@@ -20,7 +20,7 @@ int kv_boundary_from_name(const std::string& v, const char* flag) {
 }
 
 // auto: q8_0 V on the first 2 and last 2 layers of every model with a TurboQuant V type (the spec's
-// "Boundary V", §6), measured in docs/PERFORMANCE.md (session 7). V rounding costs the most on the first
+// "Boundary V", §6), measured in docs/PERFORMANCE-LOG.md (2026-11-22). V rounding costs the most on the first
 // layers: turbo3 V on one layer at a time (K and the other layers f16) gives a mean KLD of 0.032 / 0.039 /
 // 0.027 on Gemma 3 270M's layers 0-2, falling to 0.007 / 0.002 on layers 16-17 (SmolLM2: layer 1 0.015,
 // the others 0.002-0.009). Promoting layers 0, 1, 16, 17 takes Gemma's turbo3 from +12.4% to +6.6%

@@ -54,7 +54,7 @@ void quantize_row_turbo(GgmlType t, const float* src, void* dst, int64_t n, floa
 // §10: 0.119 / 0.034 / 0.0092 for 2 / 3 / 4 bits, TCQ 0.080 / 0.0218). A decoded group c keeps |x| but
 // its component along x is only √(1 − D)·|x|; attention averages V over many cells, where the rounding
 // noise partly cancels and that shrinkage does not, so V is stored unshrunk along x (BeeLlama's V alpha
-// > 1 serves the same end, spec §5). Measured in docs/PERFORMANCE.md "KV cache types" (KLD -5% to -11%).
+// > 1 serves the same end, spec §5). Measured in docs/PERFORMANCE-LOG.md, 2026-11-22 (KLD -5% to -11%).
 float turbo_v_alpha(GgmlType t);
 void dequantize_row_turbo(GgmlType t, const void* src, float* dst, int64_t n);
 

@@ -155,11 +155,12 @@ def test_kld_f32_kv_is_small_and_positive(bee, smollm, smol_base):
 
 
 def test_kld_f32_kv_on_f32_weights_is_tiny(bee, smollm, text, tmp_path):
-    """Where the f32-vs-f16 KV divergence above comes from: not the KV path (session 8, kv8). With f32
-    weights no activation is rounded to 8 bits before a matmul, and f32 KV against f16 KV then differs by
-    f16's rounding only: mean KLD ~1e-6 (vs ~0.006-0.008 on the Q4_1 file, whose Q8 activation rounding
-    turns any tiny change into a different set of rounding decisions). A KV read or write path that lost
-    precision beyond f16 rounding would show up here, hidden under that floor in the test above."""
+    """Where the f32-vs-f16 KV divergence above comes from: not the KV path (docs/PERFORMANCE-LOG.md,
+    2026-11-23). With f32 weights no activation is rounded to 8 bits before a matmul, and f32 KV against
+    f16 KV then differs by f16's rounding only: mean KLD ~1e-6 (vs ~0.006-0.008 on the Q4_1 file, whose Q8
+    activation rounding turns any tiny change into a different set of rounding decisions). A KV read or
+    write path that lost precision beyond f16 rounding would show up here, hidden under that floor in the
+    test above."""
     f32 = tmp_path / "smol-f32.gguf"
     r = bee("quantize", "-t", 2, smollm, f32, "f32")
     assert r.returncode == 0, r.stderr
