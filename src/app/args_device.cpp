@@ -24,7 +24,7 @@ void add_device_options(ArgParser& p, OffloadParams& o) {
              "too); f16 KV only; without a device every layer runs on the CPU [0]",
              [&o](const std::string& v) { o.n_gpu_layers = parse_gpu_layers(v); });
     p.str("-dev,--device", &o.device, "DEV",
-          "Vulkan device for -ngl: an index or a name part of --list-devices [the first GPU]");
+          "Vulkan device for -ngl: an index or a name part of --list-devices, or none (the CPU only) [the first GPU]");
 }
 
 }  // namespace bee

@@ -55,7 +55,9 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
         BEE_LOG_INFO("KV cache: %s%s%s stored Hadamard-rotated in groups of %d (--kv-rotate off disables)",
                      kv_->k_rot_group() > 0 ? "K" : "", kv_->k_rot_group() > 0 && v_rot > 0 ? " and " : "",
                      v_rot > 0 ? "V" : "", std::max(kv_->k_rot_group(), v_rot));
-    if (params_.offload.n_gpu_layers > 0) {
+    if (params_.offload.n_gpu_layers > 0 && params_.offload.device == "none") {  // llama.cpp's -dev none
+        BEE_LOG_INFO("-ngl %d with --device none: every layer runs on the CPU", params_.offload.n_gpu_layers);
+    } else if (params_.offload.n_gpu_layers > 0) {
         std::string no_device;
         offload_ = Offload::create(model, *kv_, params_.n_ubatch, params_.offload, &no_device);
         if (offload_) {

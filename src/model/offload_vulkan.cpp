@@ -305,6 +305,13 @@ std::unique_ptr<Offload> Offload::create(const Model& model, const KvCache& kv, 
         *no_device = e.what();
         return nullptr;
     }
+    // Without --device, a CPU implementation of Vulkan (Mesa's llvmpipe) is no GPU: running layers there is
+    // far slower than Bee's own CPU kernels. Naming it (--device llvmpipe or its index) still uses it.
+    if (p.device.empty() && dev->info().type == "cpu") {
+        *no_device = "the only Vulkan device is " + dev->info().name +
+                     ", a CPU implementation (name it with --device to use it anyway)";
+        return nullptr;
+    }
     return std::make_unique<VulkanOffload>(std::move(dev), model, kv, n_ubatch, p.n_gpu_layers);
 }
 

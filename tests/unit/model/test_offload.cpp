@@ -22,7 +22,7 @@ EngineParams offload_params(int ngl, int n_seq_max = 1, int n_ctx = 128) {
     EngineParams p = engine_params(1, 512, n_seq_max, GgmlType::F16, n_ctx);
     p.offload.n_gpu_layers = ngl;
     const char* dev = getenv("BEE_GPU_DEVICE");
-    p.offload.device = dev ? dev : "";
+    p.offload.device = dev ? dev : "0";  // by index: without --device a CPU implementation (llvmpipe) is skipped
     return p;
 }
 
