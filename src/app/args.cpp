@@ -179,11 +179,11 @@ std::string ArgParser::usage() const {
         if (o.takes_value) left += " " + o.meta;
         s += strfmt("  %-34s %s\n", left.c_str(), o.help.c_str());
     }
-    if (!ignored.empty()) s += "\nllama.cpp flags accepted with no effect here (each reported at start-up):" + ignored + "\n";
+    if (!ignored.empty())
+        s += "\nllama.cpp flags accepted with no effect here (each reported at start-up):" + ignored + "\n";
     if (!refused.empty()) s += "\nllama.cpp flags refused, with the reason:" + refused + "\n";
     return s;
 }
-
 
 // "on" / "off" for --kv-auto-asymmetric.
 static bool parse_on_off(const std::string& v, const char* flag) {
@@ -197,8 +197,10 @@ void add_log_options(ArgParser& p) {
     p.custom("-lv,--verbosity,--log-verbosity", "N", "log threshold: 1 errors, 2 warnings, 3 info, 4 debug [3]",
              [](const std::string& v) {
                  const long long n = parse_integer(v, "-lv/--verbosity");
-                 log_set_level(n >= 4 ? LogLevel::debug : n == 3 ? LogLevel::info : n == 2 ? LogLevel::warn
-                                                                                    : LogLevel::error);
+                 log_set_level(n >= 4   ? LogLevel::debug
+                               : n == 3 ? LogLevel::info
+                               : n == 2 ? LogLevel::warn
+                                        : LogLevel::error);
              });
     p.action("--log-disable", "no log output", [] { log_set_level(LogLevel::off); });
     p.custom("--log-file", "FILE", "also write the log to FILE", [](const std::string& v) {
@@ -214,8 +216,9 @@ void add_log_options(ArgParser& p) {
 static std::string parse_rope_scaling(const std::string& v) {
     if (v == "none" || v == "linear") return v;
     if (v == "yarn")
-        fail("--rope-scaling yarn is not supported: Bee implements linear rope scaling only, and running the model "
-             "without YaRN would give wrong output past its trained context");
+        fail(
+            "--rope-scaling yarn is not supported: Bee implements linear rope scaling only, and running the model "
+            "without YaRN would give wrong output past its trained context");
     fail("invalid value '%s' for --rope-scaling: expected none, linear or yarn", v.c_str());
 }
 
@@ -232,14 +235,15 @@ static void add_load_options(ArgParser& p, ModelOptions& o) {
     p.custom("--rope-scale", "N", "rope context scaling factor: linear scaling by N [the model's]",
              [&l](const std::string& v) {
                  float n = 0;
-                 if (sscanf(v.c_str(), "%f", &n) != 1 || !(n > 0)) fail("invalid value '%s' for --rope-scale", v.c_str());
+                 if (sscanf(v.c_str(), "%f", &n) != 1 || !(n > 0))
+                     fail("invalid value '%s' for --rope-scale", v.c_str());
                  l.rope_freq_scale = 1.0f / n;
              });
     p.f32("--rope-freq-base", &l.rope_freq_base, "rope base frequency [the model's]", 0.0f, 1e12f);
     p.f32("--rope-freq-scale", &l.rope_freq_scale, "rope frequency scale: linear scaling by 1/N [the model's]", 0.0f,
           1e6f);
-    for (const char* yarn : {"--yarn-orig-ctx", "--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-slow",
-                             "--yarn-beta-fast"})
+    for (const char* yarn :
+         {"--yarn-orig-ctx", "--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast"})
         p.ignored(yarn, 1, "they apply to YaRN rope scaling, which Bee does not implement (YaRN models are refused)");
     p.flag("--check-tensors", &l.check_tensors, "check every tensor value is finite before loading (slower start)");
     p.flag("--mlock", &o.mlock, "lock the loaded model in RAM (no swapping)");
@@ -272,8 +276,7 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
 void lock_model_memory() {
     if (mlockall(MCL_CURRENT) != 0)
         BEE_LOG_WARN("--mlock: cannot lock the model in RAM (%s); raise RLIMIT_MEMLOCK (ulimit -l)", strerror(errno));
-    else
-        BEE_LOG_INFO("--mlock: the model is locked in RAM");
+    else BEE_LOG_INFO("--mlock: the model is locked in RAM");
 }
 
 std::unique_ptr<Model> load_model(const ModelOptions& o) {
@@ -294,8 +297,10 @@ static std::pair<int32_t, float> parse_logit_bias_arg(const std::string& v) {
     float b = bias == "inf" ? INFINITY : std::strtof(bias.c_str(), &end);
     const bool bias_ok = bias == "inf" || (!bias.empty() && end && *end == '\0' && std::isfinite(b));
     if (!id_ok || !bias_ok || (v[at] == '+' && bias == "inf"))
-        fail("--logit-bias '%s': expected TOKEN_ID+BIAS or TOKEN_ID-BIAS, e.g. 15043+1.5, or 15043-inf to ban the "
-             "token", v.c_str());
+        fail(
+            "--logit-bias '%s': expected TOKEN_ID+BIAS or TOKEN_ID-BIAS, e.g. 15043+1.5, or 15043-inf to ban the "
+            "token",
+            v.c_str());
     return {(int32_t)tok, v[at] == '-' ? -b : b};
 }
 

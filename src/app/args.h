@@ -35,7 +35,10 @@ public:
     // A flag that prints text to stdout and makes parse() return false, as --help does.
     void exit_with(const char* names, const char* help, std::string text);
     // Positional arguments collected in order (parse() fails on extra ones if none registered).
-    void positional(std::vector<std::string>* out, const char* meta) { pos_ = out; pos_meta_ = meta; }
+    void positional(std::vector<std::string>* out, const char* meta) {
+        pos_ = out;
+        pos_meta_ = meta;
+    }
 
     // Returns false if --help was given (usage printed to stdout). Throws Error on bad input.
     bool parse(int argc, char** argv);
@@ -72,9 +75,9 @@ struct ModelOptions {
     bool kv_auto_asymmetric = true;
     bool kv_rotate = true;
     int32_t kv_boundary_layers = kKvBoundaryAuto;  // --kv-boundary-layers (kv/kv_layers.h)
-    ModelLoadParams load;  // --override-kv, --rope-*, --check-tensors
-    bool mlock = false;    // --mlock: lock the loaded model in RAM
-    OffloadParams offload; // -ngl, -dev (app/args_device.h)
+    ModelLoadParams load;                          // --override-kv, --rope-*, --check-tensors
+    bool mlock = false;                            // --mlock: lock the loaded model in RAM
+    OffloadParams offload;                         // -ngl, -dev (app/args_device.h)
 };
 // Also registers the log options (-v, -lv, --log-*) and the llama.cpp model/device flags Bee accepts
 // or refuses (app/args_compat.h).

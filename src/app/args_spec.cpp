@@ -36,8 +36,10 @@ void add_depth_options(ArgParser& p, SpecOptions& o) {
           1 << 20);
     p.i32("--spec-dm-profit-baseline-interval", &d.baseline_interval,
           "profit controller: active cycles between no-speculation re-probes [1024]", 0, 1 << 30);
-    p.f32("--spec-dm-prior-weight", &d.prior_weight, "profit controller: how far one request moves the per-process "
-          "prior that each new request starts from (0: none, every request learns from scratch) [0.3]", 0, 1);
+    p.f32("--spec-dm-prior-weight", &d.prior_weight,
+          "profit controller: how far one request moves the per-process "
+          "prior that each new request starts from (0: none, every request learns from scratch) [0.3]",
+          0, 1);
 }
 
 }  // namespace
@@ -55,7 +57,8 @@ void add_spec_options(ArgParser& p, SpecOptions& o) {
     p.i32("--spec-draft-n-min,--draft-min,--draft-n-min", &s.draft_n_min, "drop drafts shorter than this [0]", 0, 1024);
     p.f32("--spec-draft-p-min,--draft-p-min", &s.draft_p_min,
           "draft model: stop when its top probability is below this [0.0]", 0, 1);
-    p.custom("--spec-draft-temp", "0|T|auto", "draft model temperature: 0 greedy, T > 0 sampled (exact rejection "
+    p.custom("--spec-draft-temp", "0|T|auto",
+             "draft model temperature: 0 greedy, T > 0 sampled (exact rejection "
              "sampling), auto = the target's [0]",
              [&s](const std::string& v) {
                  if (v == "auto") {
@@ -75,11 +78,13 @@ void add_spec_options(ArgParser& p, SpecOptions& o) {
             if (f.i32) p.i32(f.names, f.i32(s), f.help, f.lo, f.hi);
             else p.str(f.names, f.str(s), f.meta, f.help);
         }
-    for (const char* removed : {"--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits",
-                                "--spec-ngram-check-rate"}) {
+    for (const char* removed :
+         {"--spec-ngram-size-n", "--spec-ngram-size-m", "--spec-ngram-min-hits", "--spec-ngram-check-rate"}) {
         p.custom(removed, "N", "removed: use the per-drafter flags", [removed](const std::string&) {
-            fail("the argument %s has been removed: use the per-drafter flags (e.g. --spec-ngram-simple-size-n, "
-                 "--spec-ngram-map-k-size-n, --spec-ngram-mod-n-match)", removed);
+            fail(
+                "the argument %s has been removed: use the per-drafter flags (e.g. --spec-ngram-simple-size-n, "
+                "--spec-ngram-map-k-size-n, --spec-ngram-mod-n-match)",
+                removed);
         });
     }
     p.i32("-td,--threads-draft,--spec-draft-threads", &o.draft_threads, "draft model threads (0: -t) [0]", 0, 4096);
@@ -97,7 +102,8 @@ void finish_spec_options(SpecOptions& o, int n_ctx, int n_threads) {
                 s.types.push_back(k.name);
     for (const std::string& t : s.types) {  // kinds that load a file cannot start without it
         const DrafterKind* k = find_drafter_kind(t);
-        if (k && k->file_flag && !k->has_file(s)) fail("--spec-type %s needs its file: give it with %s", t.c_str(), k->file_flag);
+        if (k && k->file_flag && !k->has_file(s))
+            fail("--spec-type %s needs its file: give it with %s", t.c_str(), k->file_flag);
     }
     if (s.depth.controller != "profit" && s.depth.controller != "fringe")
         fail("invalid value '%s' for --spec-dm-controller: use profit or fringe", s.depth.controller.c_str());

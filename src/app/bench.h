@@ -12,8 +12,8 @@ namespace bee {
 
 struct BenchModelInfo {
     std::string filename;
-    std::string type;      // "llama 135M Q4_1": arch, parameter count, file type
-    uint64_t size = 0;     // bytes of all tensors
+    std::string type;   // "llama 135M Q4_1": arch, parameter count, file type
+    uint64_t size = 0;  // bytes of all tensors
     uint64_t n_params = 0;
 };
 

@@ -46,7 +46,7 @@ struct BenchSpecOptions {
 
 struct ConfigResult {
     std::string name;
-    std::vector<double> tps;  // per repetition: generated tokens / generation seconds over the set
+    std::vector<double> tps;      // per repetition: generated tokens / generation seconds over the set
     std::vector<double> cpu_tps;  // the same per CPU second of the process (a proxy under load)
     int64_t tokens = 0, decodes = 0;
     SpecStats stats;
@@ -75,8 +75,7 @@ double prompt_overlap(const std::vector<int32_t>& prompt, const std::vector<int3
 
 // The user message wrapped in the model's chat turn tokens (by hand: the chat layer is separate).
 std::string wrap_chat(const Tokenizer& tok, const std::string& user) {
-    if (tok.find_token("<|im_start|>") >= 0)
-        return "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
+    if (tok.find_token("<|im_start|>") >= 0) return "<|im_start|>user\n" + user + "<|im_end|>\n<|im_start|>assistant\n";
     if (tok.find_token("<start_of_turn>") >= 0)
         return "<start_of_turn>user\n" + user + "<end_of_turn>\n<start_of_turn>model\n";
     return user;
@@ -153,8 +152,9 @@ void print_md(const std::vector<ConfigResult>& rs, const BenchSpecOptions& o, co
     printf("model %s, prompts %s, n %d, reps %d, temp %.2f, depth policy %s\n\n", model.c_str(), o.prompts.c_str(),
            o.n_predict, o.reps, o.sampling.temp,
            o.spec.params.depth.adaptive ? o.spec.params.depth.controller.c_str() : "fixed");
-    printf("| spec type | t/s (median) | speed-up | CPU speed-up | tokens/decode | rows/decode | mean acc len | "
-           "accepted/drafted | acc rate per position (1..8) | same tokens |\n");
+    printf(
+        "| spec type | t/s (median) | speed-up | CPU speed-up | tokens/decode | rows/decode | mean acc len | "
+        "accepted/drafted | acc rate per position (1..8) | same tokens |\n");
     printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |\n");
     const double base = median(rs[0].tps), cpu_base = median(rs[0].cpu_tps);
     for (const ConfigResult& r : rs) {
@@ -170,8 +170,7 @@ void print_md(const std::vector<ConfigResult>& rs, const BenchSpecOptions& o, co
         // rows/decode: 1 + draft rows verified per target decode — with the cost curve, what the tokens
         // per decode were bought with
         printf("| %s | %.2f | %.2fx | %.2fx | %.2f | %.2f | %.2f | %lld/%lld | %s| %s |\n", r.name.c_str(),
-               median(r.tps), base > 0 ? median(r.tps) / base : 0.0,
-               cpu_base > 0 ? median(r.cpu_tps) / cpu_base : 0.0,
+               median(r.tps), base > 0 ? median(r.tps) / base : 0.0, cpu_base > 0 ? median(r.cpu_tps) / cpu_base : 0.0,
                r.decodes ? (double)r.tokens / (double)r.decodes : 0.0,
                r.decodes ? 1.0 + (double)gen / (double)r.decodes : 0.0, calls ? 1.0 + (double)acc / (double)calls : 1.0,
                (long long)acc, (long long)gen, pos.c_str(), r.same_as_none ? "yes" : "NO");
@@ -196,8 +195,9 @@ void print_md(const std::vector<ConfigResult>& rs, const BenchSpecOptions& o, co
 // Per prompt: prompt and output length (without speculation), 2/4/8-gram overlap of the output with the
 // prompt, and tokens per decode for every configuration.
 void print_per_prompt(const std::vector<ConfigResult>& rs, const std::vector<std::vector<int32_t>>& prompts) {
-    printf("\nper prompt (tokens/decode per configuration; overlap = share of output tokens ending an n-gram "
-           "found in the prompt)\n\n| # | prompt tok | output tok | overlap 2/4/8 |");
+    printf(
+        "\nper prompt (tokens/decode per configuration; overlap = share of output tokens ending an n-gram "
+        "found in the prompt)\n\n| # | prompt tok | output tok | overlap 2/4/8 |");
     for (const ConfigResult& r : rs) printf(" %s |", r.name.c_str());
     printf("\n| ---: | ---: | ---: | --- |");
     for (size_t c = 0; c < rs.size(); c++) printf(" ---: |");
@@ -221,16 +221,28 @@ void print_json(const std::vector<ConfigResult>& rs) {
     for (const ConfigResult& r : rs) {
         nlohmann::json drafters = nlohmann::json::array();
         for (const DrafterStats& d : r.stats.drafters)
-            drafters.push_back({{"name", d.name}, {"gen_tokens", d.gen_tokens}, {"acc_tokens", d.acc_tokens},
-                                {"mean_acc_len", d.mean_acc_len()}, {"acc_at_pos", d.acc_at_pos},
-                                {"n_accept", d.n_accept}, {"n_draft", d.n_draft}, {"ms_draft", d.ms_draft},
-                                {"ms_accept", d.ms_accept}, {"ms_begin", d.ms_begin}});
-        arr.push_back({{"spec_type", r.name}, {"samples_ts", r.tps}, {"median_ts", median(r.tps)},
+            drafters.push_back({{"name", d.name},
+                                {"gen_tokens", d.gen_tokens},
+                                {"acc_tokens", d.acc_tokens},
+                                {"mean_acc_len", d.mean_acc_len()},
+                                {"acc_at_pos", d.acc_at_pos},
+                                {"n_accept", d.n_accept},
+                                {"n_draft", d.n_draft},
+                                {"ms_draft", d.ms_draft},
+                                {"ms_accept", d.ms_accept},
+                                {"ms_begin", d.ms_begin}});
+        arr.push_back({{"spec_type", r.name},
+                       {"samples_ts", r.tps},
+                       {"median_ts", median(r.tps)},
                        {"samples_cpu_ts", r.cpu_tps},
-                       {"speedup", base > 0 ? median(r.tps) / base : 0.0}, {"tokens", r.tokens},
-                       {"decodes", r.decodes}, {"draft_n", r.stats.draft_n()},
-                       {"draft_n_accepted", r.stats.draft_n_accepted()}, {"same_tokens", r.same_as_none},
-                       {"drafters", drafters}, {"outputs", r.outputs},
+                       {"speedup", base > 0 ? median(r.tps) / base : 0.0},
+                       {"tokens", r.tokens},
+                       {"decodes", r.decodes},
+                       {"draft_n", r.stats.draft_n()},
+                       {"draft_n_accepted", r.stats.draft_n_accepted()},
+                       {"same_tokens", r.same_as_none},
+                       {"drafters", drafters},
+                       {"outputs", r.outputs},
                        {"decodes_per_prompt", r.decodes_per_prompt}});
     }
     printf("%s\n", arr.dump(1).c_str());
@@ -245,18 +257,23 @@ int cmd_bench_spec(int argc, char** argv) {
     add_model_options(p, o.model);
     add_sampling_options(p, o.sampling);
     add_spec_options(p, o.spec);
-    p.str("--prompts", &o.prompts, "FILE", "prompt set, JSON lines with a \"user\" field [bench/prompts/grounded.jsonl]");
-    p.str("--types", &o.types, "LIST", "configurations separated by ';', each a --spec-type value "
+    p.str("--prompts", &o.prompts, "FILE",
+          "prompt set, JSON lines with a \"user\" field [bench/prompts/grounded.jsonl]");
+    p.str("--types", &o.types, "LIST",
+          "configurations separated by ';', each a --spec-type value "
           "(default: every model-free type, plus draft with -md); none is always run first");
     p.i32("-n,--n-predict", &o.n_predict, "tokens to generate per prompt [128]", 1, 1 << 20);
     p.flag("--ignore-eos", &o.ignore_eos, "keep generating after end-of-generation tokens (every run is -n long)");
     p.i32("-r,--repetitions", &o.reps, "passes over the set (configurations alternate within each) [1]", 1, 1000);
     p.str("-o,--output", &o.output, "FMT", "md or json [md]");
-    p.flag("--keep-spec", &o.keep_spec, "one speculator (drafters + depth policy) for all prompts of a pass, as a "
+    p.flag("--keep-spec", &o.keep_spec,
+           "one speculator (drafters + depth policy) for all prompts of a pass, as a "
            "server slot keeps it across requests (default: a fresh one per prompt)");
     p.flag("--per-prompt", &o.per_prompt, "md: also print tokens per decode and prompt n-gram overlap per prompt");
-    p.i32("--cost-curve", &o.cost_curve, "K: first time one decode of 1+k rows, k = 0..K, after the first prompt "
-          "(the verify cost curve); -1 off [-1]", -1, 1024);
+    p.i32("--cost-curve", &o.cost_curve,
+          "K: first time one decode of 1+k rows, k = 0..K, after the first prompt "
+          "(the verify cost curve); -1 off [-1]",
+          -1, 1024);
     p.i32("--cost-reps", &o.cost_reps, "repetitions of the cost curve (median kept) [9]", 1, 1000);
     try {
         if (!p.parse(argc, argv)) return 0;

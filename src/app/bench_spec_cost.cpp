@@ -81,10 +81,11 @@ std::vector<VerifyCost> measure_verify_cost(Engine& eng, const std::vector<int32
 
 void print_verify_cost(FILE* f, const std::vector<VerifyCost>& curve, size_t prompt_tokens, int reps) {
     fprintf(f, "verify cost curve: one decode of 1 + k rows after a %zu-token prompt, median of %d\n\n", prompt_tokens,
-           reps);
-    fprintf(f, "ratio = decode time / one-row decode time = tokens per decode needed to break even\n\n"
-               "| k (draft rows) | wall ms | ratio | CPU ms (all threads) | CPU ratio |\n"
-               "| ---: | ---: | ---: | ---: | ---: |\n");
+            reps);
+    fprintf(f,
+            "ratio = decode time / one-row decode time = tokens per decode needed to break even\n\n"
+            "| k (draft rows) | wall ms | ratio | CPU ms (all threads) | CPU ratio |\n"
+            "| ---: | ---: | ---: | ---: | ---: |\n");
     const double base = curve.empty() ? 0 : curve[0].ms, cbase = curve.empty() ? 0 : curve[0].cpu_ms;
     for (const VerifyCost& c : curve)
         fprintf(f, "| %d | %.2f | %.2f | %.2f | %.2f |\n", c.k, c.ms, base > 0 ? c.ms / base : 0.0, c.cpu_ms,

@@ -10,7 +10,7 @@
 namespace bee {
 
 struct VerifyCost {
-    int k = 0;        // draft rows besides the last sampled token
+    int k = 0;          // draft rows besides the last sampled token
     double ms = 0;      // median decode time (wall clock)
     double cpu_ms = 0;  // median CPU time of the process during the decode (every thread)
 };

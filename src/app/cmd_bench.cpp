@@ -47,14 +47,14 @@ std::vector<int> parse_int_list(const std::string& v, const char* flag, int lo, 
     while (std::getline(ss, item, ',')) {
         char* end = nullptr;
         const long x = strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end) fail("invalid value '%s' for %s: expected integers separated by ','", v.c_str(), flag);
+        if (item.empty() || *end)
+            fail("invalid value '%s' for %s: expected integers separated by ','", v.c_str(), flag);
         if (x < lo || x > hi) fail("invalid value %ld for %s: must be in [%d, %d]", x, flag, lo, hi);
         out.push_back((int)x);
     }
     if (out.empty()) fail("invalid value '%s' for %s: expected integers separated by ','", v.c_str(), flag);
     return out;
 }
-
 
 void add_bench_options(ArgParser& p, BenchOptions& o) {
     p.custom("-m,--model", "FILE", "model GGUF file (repeat for several)",
@@ -78,17 +78,21 @@ void add_bench_options(ArgParser& p, BenchOptions& o) {
              [&o](const std::string& v) { o.type_v = kv_type_from_name(v, "-ctv/--cache-type-v"); });
     p.custom("--kv-auto-asymmetric", "on|off", "keep turbo K at q8_0 on fragile models (GQA >= 6, small) [on]",
              [&o](const std::string& v) {
-                 if (v != "on" && v != "off") fail("invalid value '%s' for --kv-auto-asymmetric: expected on or off", v.c_str());
+                 if (v != "on" && v != "off")
+                     fail("invalid value '%s' for --kv-auto-asymmetric: expected on or off", v.c_str());
                  o.kv_auto_asymmetric = v == "on";
              });
-    p.custom("--kv-rotate", "on|off", "store q8_0/q4_0/q4_1/q5_0/q5_1 KV Hadamard-rotated [on]", [&o](const std::string& v) {
-        if (v != "on" && v != "off") fail("invalid value '%s' for --kv-rotate: expected on or off", v.c_str());
-        o.kv_rotate = v == "on";
-    });
-    p.custom("--kv-boundary-layers", "N|auto|0", "keep turbo V at q8_0 on the first and last N layers (auto: 2 on 16+ layers) [auto]",
+    p.custom("--kv-rotate", "on|off", "store q8_0/q4_0/q4_1/q5_0/q5_1 KV Hadamard-rotated [on]",
+             [&o](const std::string& v) {
+                 if (v != "on" && v != "off") fail("invalid value '%s' for --kv-rotate: expected on or off", v.c_str());
+                 o.kv_rotate = v == "on";
+             });
+    p.custom("--kv-boundary-layers", "N|auto|0",
+             "keep turbo V at q8_0 on the first and last N layers (auto: 2 on 16+ layers) [auto]",
              [&o](const std::string& v) { o.kv_boundary_layers = kv_boundary_from_name(v, "--kv-boundary-layers"); });
     p.custom("-o,--output", "FMT", "output format: md, csv, json [md]", [&o](const std::string& v) {
-        if (v != "md" && v != "csv" && v != "json") fail("invalid value '%s' for -o/--output: expected md, csv or json", v.c_str());
+        if (v != "md" && v != "csv" && v != "json")
+            fail("invalid value '%s' for -o/--output: expected md, csv or json", v.c_str());
         o.output = v;
     });
     p.flag("--bandwidth", &o.bandwidth, "measure memory read bandwidth instead (1 thread and -t threads)");
@@ -124,8 +128,8 @@ BenchModelInfo model_info(const Model& m) {
     info.filename = m.gguf().path();
     info.size = m.weight_bytes();
     for (const GgufTensor& t : m.gguf().tensors()) info.n_params += (uint64_t)t.n_elements();
-    const std::string n = info.n_params >= 1000000000ull ? strfmt("%.1fB", info.n_params / 1e9)
-                                                        : strfmt("%.0fM", info.n_params / 1e6);
+    const std::string n =
+        info.n_params >= 1000000000ull ? strfmt("%.1fB", info.n_params / 1e9) : strfmt("%.0fM", info.n_params / 1e6);
     info.type = m.hparams().arch + " " + n + " " + file_type_name(m.gguf().get_int("general.file_type", -1));
     return info;
 }

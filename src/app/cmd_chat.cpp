@@ -37,7 +37,8 @@ public:
         : eng_(eng), tok_(eng.model().tokenizer()), tmpl_(std::move(tmpl)), o_(o), sched_(eng, sched_params(o)) {
         if (!o.kwargs_json.empty()) {
             kwargs_ = chat::Json::parse(o.kwargs_json, nullptr, false);
-            if (!kwargs_.is_object()) fail("--chat-template-kwargs: expected a JSON object, got '%s'", o.kwargs_json.c_str());
+            if (!kwargs_.is_object())
+                fail("--chat-template-kwargs: expected a JSON object, got '%s'", o.kwargs_json.c_str());
         }
         reset();
     }
@@ -67,9 +68,11 @@ public:
         fflush(stdout);
         const runtime::FinishInfo& f = r.finish;
         if (f.truncated) fprintf(stderr, "[context full: reply cut; type /reset to start over]\n");
-        BEE_LOG_INFO("turn: %d prompt tokens decoded (%d reused from the cache) in %.0f ms; %d tokens in %.0f ms (%.2f tokens/s)",
-                     f.n_prompt - f.n_cached, f.n_cached, f.prompt_ms, (int)r.tokens.size(), f.predicted_ms,
-                     f.predicted_ms > 0 ? r.tokens.size() * 1000.0 / f.predicted_ms : 0.0);
+        BEE_LOG_INFO(
+            "turn: %d prompt tokens decoded (%d reused from the cache) in %.0f ms; %d tokens in %.0f ms (%.2f "
+            "tokens/s)",
+            f.n_prompt - f.n_cached, f.n_cached, f.prompt_ms, (int)r.tokens.size(), f.predicted_ms,
+            f.predicted_ms > 0 ? r.tokens.size() * 1000.0 / f.predicted_ms : 0.0);
         messages_ = std::move(messages);
         messages_.push_back({{"role", "assistant"}, {"content", r.content}});
         return r.content;
@@ -100,17 +103,20 @@ private:
         if (tok_.eos() >= 0) in.eos_token = tok_.token_to_piece(tok_.eos(), true);
         std::vector<int32_t> ids = tok_.encode(chat::apply(tmpl_, in), false, true);
         // Templates that print bos_token themselves already start with it; others get it from the vocab.
-        if (tok_.add_bos() && tok_.bos() >= 0 && (ids.empty() || ids[0] != tok_.bos())) ids.insert(ids.begin(), tok_.bos());
+        if (tok_.add_bos() && tok_.bos() >= 0 && (ids.empty() || ids[0] != tok_.bos()))
+            ids.insert(ids.begin(), tok_.bos());
         return ids;
     }
 };
 
 chat::Template load_template(const ChatOptions& o, const Model& model) {
-    const std::string src = chat::select_template(o.template_file, o.template_name,
-                                                  model.gguf().get_str("tokenizer.chat_template", ""));
+    const std::string src =
+        chat::select_template(o.template_file, o.template_name, model.gguf().get_str("tokenizer.chat_template", ""));
     if (src.empty())
-        fail("%s has no chat template (tokenizer.chat_template): pass --chat-template-file FILE or --chat-template NAME (%s)",
-             o.model.model.c_str(), chat::builtin_template_names());
+        fail(
+            "%s has no chat template (tokenizer.chat_template): pass --chat-template-file FILE or --chat-template NAME "
+            "(%s)",
+            o.model.model.c_str(), chat::builtin_template_names());
     return chat::Template::parse(src);
 }
 
@@ -124,7 +130,8 @@ int cmd_chat(int argc, char** argv) {
     p.i32("-n,--n-predict", &o.n_predict, "most tokens per reply (-1: until end of turn) [-1]", -1, INT32_MAX);
     p.str("--chat-template-file", &o.template_file, "FILE", "Jinja chat template to use instead of the model's");
     p.str("--chat-template", &o.template_name, "NAME", "built-in chat template: chatml or gemma");
-    p.str("--chat-template-kwargs", &o.kwargs_json, "JSON", "extra template variables, e.g. '{\"enable_thinking\":false}'");
+    p.str("--chat-template-kwargs", &o.kwargs_json, "JSON",
+          "extra template variables, e.g. '{\"enable_thinking\":false}'");
     p.str("--system", &o.system, "TEXT", "system message");
     try {
         if (!p.parse(argc, argv)) return 0;
@@ -135,7 +142,9 @@ int cmd_chat(int argc, char** argv) {
         Engine eng(*model, ep);
         ChatSession session(eng, std::move(tmpl), o);
         const bool interactive = isatty(STDIN_FILENO);
-        if (interactive) fprintf(stderr, "bee chat: %s — /reset clears the conversation, /exit or Ctrl-D ends\n", model->describe().c_str());
+        if (interactive)
+            fprintf(stderr, "bee chat: %s — /reset clears the conversation, /exit or Ctrl-D ends\n",
+                    model->describe().c_str());
         std::string line;
         while (true) {
             if (interactive) {

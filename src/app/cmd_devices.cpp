@@ -14,8 +14,9 @@ namespace bee {
 
 int cmd_devices(int argc, char** argv) {
     if (argc > 0 && (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
-        printf("usage: bee devices   (or bee --list-devices)\n\nLists the Vulkan devices. Model offload (-ngl) is "
-               "not wired to them yet.\n");
+        printf(
+            "usage: bee devices   (or bee --list-devices)\n\nLists the Vulkan devices. Model offload (-ngl) is "
+            "not wired to them yet.\n");
         return 0;
     }
     if (argc > 0) {
@@ -30,8 +31,9 @@ int cmd_devices(int argc, char** argv) {
     if (devices.empty()) fprintf(stderr, "no Vulkan device: %s\n", why.c_str());
     return 0;
 #else
-    fprintf(stderr, "bee was built without the Vulkan layer (install libvulkan-dev and glslc, e.g. `make setup`, "
-                    "and configure again)\n");
+    fprintf(stderr,
+            "bee was built without the Vulkan layer (install libvulkan-dev and glslc, e.g. `make setup`, "
+            "and configure again)\n");
     return 1;
 #endif
 }

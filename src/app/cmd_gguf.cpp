@@ -59,9 +59,13 @@ std::string type_label(const GgufValue& v) {
 
 std::string value_text(const GgufValue& v) {
     switch (v.type) {
-        case GgufValueType::UINT8: case GgufValueType::UINT16: case GgufValueType::UINT32:
+        case GgufValueType::UINT8:
+        case GgufValueType::UINT16:
+        case GgufValueType::UINT32:
         case GgufValueType::UINT64: return strfmt("%" PRIu64, v.u64);
-        case GgufValueType::INT8: case GgufValueType::INT16: case GgufValueType::INT32:
+        case GgufValueType::INT8:
+        case GgufValueType::INT16:
+        case GgufValueType::INT32:
         case GgufValueType::INT64: return strfmt("%" PRId64, v.i64);
         case GgufValueType::FLOAT32: return strfmt("%.7g", v.f64);
         case GgufValueType::FLOAT64: return strfmt("%.15g", v.f64);

@@ -30,8 +30,8 @@ constexpr int kDefaultCtx = 512;  // llama-perplexity's default chunk size
 struct PerplexityOptions {
     ModelOptions model;
     std::string text_file;
-    std::string kld_base;     // base file: written, or read with --kl-divergence
-    int32_t n_chunks = -1;    // -1: every whole chunk of the text
+    std::string kld_base;   // base file: written, or read with --kl-divergence
+    int32_t n_chunks = -1;  // -1: every whole chunk of the text
     bool kl_divergence = false;
 };
 
@@ -129,8 +129,10 @@ int run_perplexity(const PerplexityOptions& o) {
     const Tokenizer& tok = ev.model->tokenizer();
     std::vector<int32_t> tokens = tokenize_text(tok, o.text_file);
     if (tokens.size() < 2 * (size_t)ev.n_ctx)
-        fail("%s tokenizes to only %zu tokens; perplexity with -c %d needs at least %d (two chunks): give a longer "
-             "text or a smaller -c", o.text_file.c_str(), tokens.size(), ev.n_ctx, 2 * ev.n_ctx);
+        fail(
+            "%s tokenizes to only %zu tokens; perplexity with -c %d needs at least %d (two chunks): give a longer "
+            "text or a smaller -c",
+            o.text_file.c_str(), tokens.size(), ev.n_ctx, 2 * ev.n_ctx);
     const int n_chunk = chunk_count(tokens.size(), ev.n_ctx, o.n_chunks);
     const int n_rows = ev.n_ctx - 1 - ev.first;  // scored tokens per chunk
 
@@ -191,17 +193,19 @@ int run_kl_divergence(const PerplexityOptions& o) {
     Evaluation ev = open_evaluation(o, (int)h.n_ctx);
     const Tokenizer& tok = ev.model->tokenizer();
     if (h.n_vocab != (uint32_t)ev.n_vocab || h.vocab_hash != vocab_fingerprint(tok))
-        fail("the base file %s was made with %s, whose vocabulary (%u tokens) differs from %s's (%d tokens); KL "
-             "divergence compares runs of models with the same vocabulary", o.kld_base.c_str(), h.model_name.c_str(),
-             h.n_vocab, o.model.model.c_str(), ev.n_vocab);
+        fail(
+            "the base file %s was made with %s, whose vocabulary (%u tokens) differs from %s's (%d tokens); KL "
+            "divergence compares runs of models with the same vocabulary",
+            o.kld_base.c_str(), h.model_name.c_str(), h.n_vocab, o.model.model.c_str(), ev.n_vocab);
     const std::vector<int32_t>& tokens = base.tokens();
     if (!o.text_file.empty()) {  // optional: check that the base was made from this text
         const std::vector<int32_t> text = tokenize_text(tok, o.text_file);
         for (size_t i = 0; i < tokens.size(); i++)
             if (i >= text.size() || text[i] != tokens[i])
-                fail("%s does not match the base file %s: token %zu differs (base %d, text %d); the base was made "
-                     "from another text", o.text_file.c_str(), o.kld_base.c_str(), i, tokens[i],
-                     i < text.size() ? text[i] : -1);
+                fail(
+                    "%s does not match the base file %s: token %zu differs (base %d, text %d); the base was made "
+                    "from another text",
+                    o.text_file.c_str(), o.kld_base.c_str(), i, tokens[i], i < text.size() ? text[i] : -1);
     }
     for (int32_t t : tokens)
         if (t < 0 || t >= ev.n_vocab)
@@ -210,8 +214,9 @@ int run_kl_divergence(const PerplexityOptions& o) {
     const int n_rows = (int)h.rows_per_chunk();
     BEE_LOG_INFO("perplexity: KL divergence over %d chunks of %s", n_chunk, o.kld_base.c_str());
 
-    printf("chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS"
-           "            Same top p\n");
+    printf(
+        "chunk             PPL               ln(PPL(Q)/PPL(base))          KL Divergence              Δp RMS"
+        "            Same top p\n");
     KldStats stats;
     NllSums sums;
     std::vector<float> logits;
@@ -222,8 +227,8 @@ int run_kl_divergence(const PerplexityOptions& o) {
         const int32_t* chunk = tokens.data() + (size_t)c * ev.n_ctx;
         decode_chunk(*ev.engine, chunk, ev.n_ctx, ev.first, ev.n_batch, logits);
         ev.engine->pool().run(n_rows, [&](int r, int) {
-            results[r] = kld_compare_row(logits.data() + (size_t)r * ev.n_vocab, ev.n_vocab, chunk[ev.first + r + 1],
-                                         rows[r]);
+            results[r] =
+                kld_compare_row(logits.data() + (size_t)r * ev.n_vocab, ev.n_vocab, chunk[ev.first + r + 1], rows[r]);
         });
         for (const KldRowResult& r : results) {
             stats.add(r);

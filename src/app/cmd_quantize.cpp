@@ -23,7 +23,7 @@ namespace bee {
 
 namespace {
 
-constexpr uint32_t kQuantizationVersion = 2;  // general.quantization_version llama.cpp writes
+constexpr uint32_t kQuantizationVersion = 2;   // general.quantization_version llama.cpp writes
 constexpr int64_t kElementsPerTask = 1 << 18;  // rows are grouped into tasks of about this size
 constexpr double kMiB = 1024.0 * 1024.0;
 
@@ -36,10 +36,10 @@ struct Target {
 };
 
 const Target kTargets[] = {
-    {"f32", GgmlType::F32, 0},     {"f16", GgmlType::F16, 1},       {"bf16", GgmlType::BF16, 32},
-    {"q4_0", GgmlType::Q4_0, 2},   {"q4_1", GgmlType::Q4_1, 3},     {"q5_0", GgmlType::Q5_0, 8},
-    {"q5_1", GgmlType::Q5_1, 9},   {"q8_0", GgmlType::Q8_0, 7},     {"q2_k", GgmlType::Q2_K, 10},
-    {"q3_k", GgmlType::Q3_K, 12},  {"q3_k_m", GgmlType::Q3_K, 12},  {"q4_k", GgmlType::Q4_K, 15},
+    {"f32", GgmlType::F32, 0},      {"f16", GgmlType::F16, 1},      {"bf16", GgmlType::BF16, 32},
+    {"q4_0", GgmlType::Q4_0, 2},    {"q4_1", GgmlType::Q4_1, 3},    {"q5_0", GgmlType::Q5_0, 8},
+    {"q5_1", GgmlType::Q5_1, 9},    {"q8_0", GgmlType::Q8_0, 7},    {"q2_k", GgmlType::Q2_K, 10},
+    {"q3_k", GgmlType::Q3_K, 12},   {"q3_k_m", GgmlType::Q3_K, 12}, {"q4_k", GgmlType::Q4_K, 15},
     {"q4_k_m", GgmlType::Q4_K, 15}, {"q5_k", GgmlType::Q5_K, 17},   {"q5_k_m", GgmlType::Q5_K, 17},
     {"q6_k", GgmlType::Q6_K, 18},
 };
@@ -61,8 +61,8 @@ std::string target_names() {
 // What happens to one tensor.
 struct Plan {
     GgmlType out_type;
-    bool convert;       // false: bytes copied unchanged
-    const char* note;   // why, when not the plain target (nullptr otherwise)
+    bool convert;      // false: bytes copied unchanged
+    const char* note;  // why, when not the plain target (nullptr otherwise)
 };
 
 // Like llama-quantize: a type whose block does not divide the row falls back to a legacy type of
@@ -70,7 +70,8 @@ struct Plan {
 GgmlType fallback_type(GgmlType t, int64_t ne0) {
     GgmlType cand = t;
     switch (t) {
-        case GgmlType::Q2_K: case GgmlType::Q3_K: cand = GgmlType::Q4_0; break;
+        case GgmlType::Q2_K:
+        case GgmlType::Q3_K: cand = GgmlType::Q4_0; break;
         case GgmlType::Q4_K: cand = GgmlType::Q5_0; break;
         case GgmlType::Q5_K: cand = GgmlType::Q5_1; break;
         case GgmlType::Q6_K: cand = GgmlType::Q8_0; break;
@@ -172,8 +173,8 @@ void quantize_file(const std::string& in_path, const std::string& out_path, cons
     w.write(out_path);
     const double secs = (time_ms() - t0) / 1000.0;
     printf("quantized %zu tensors to %s: %.2f MiB -> %.2f MiB in %.2f s (%.1f MB/s of input, %d threads)\n", n,
-           target.name, tot.in_bytes / kMiB, tot.out_bytes / kMiB, secs,
-           secs > 0 ? tot.in_bytes / 1e6 / secs : 0.0, n_threads);
+           target.name, tot.in_bytes / kMiB, tot.out_bytes / kMiB, secs, secs > 0 ? tot.in_bytes / 1e6 / secs : 0.0,
+           n_threads);
 }
 
 }  // namespace

@@ -9,12 +9,12 @@
 #include "app/args_spec.h"
 #include "app/commands.h"
 #include "base/error.h"
-#include "base/mapped_file.h"
 #include "base/log.h"
+#include "base/mapped_file.h"
 #include "base/timer.h"
 #include "model/engine.h"
-#include "sample/sampler.h"
 #include "runtime/local_run.h"
+#include "sample/sampler.h"
 #include "spec/stats.h"
 
 namespace bee {
@@ -47,7 +47,8 @@ RunResult generate(Engine& eng, const RunOptions& o, bool stream) {
     r.prompt_tokens = tok.encode(o.prompt, true, true);
     if (r.prompt_tokens.empty()) fail("the prompt is empty (give -p TEXT or -f FILE)");
     if ((int)r.prompt_tokens.size() >= eng.params().n_ctx)
-        fail("the prompt has %zu tokens but the context holds %d (raise -c)", r.prompt_tokens.size(), eng.params().n_ctx);
+        fail("the prompt has %zu tokens but the context holds %d (raise -c)", r.prompt_tokens.size(),
+             eng.params().n_ctx);
     auto task = std::make_shared<runtime::Task>();
     task->id = 1;
     task->prompt = r.prompt_tokens;
@@ -163,14 +164,15 @@ int cmd_run(int argc, char** argv) {
             printf("%s\n", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
         } else {
             nlohmann::json t = timings_json(r);
-            fprintf(stderr, "\nprompt: %d tokens, %.1f ms, %.2f tokens/s\n", (int)r.prompt_tokens.size(),
-                    r.prompt_ms, t["prompt_per_second"].get<double>());
+            fprintf(stderr, "\nprompt: %d tokens, %.1f ms, %.2f tokens/s\n", (int)r.prompt_tokens.size(), r.prompt_ms,
+                    t["prompt_per_second"].get<double>());
             fprintf(stderr, "generation: %d tokens, %.1f ms, %.2f tokens/s\n", (int)r.tokens.size(), r.predicted_ms,
                     t["predicted_per_second"].get<double>());
             if (r.spec_stats) {
                 const SpecStats& st = *r.spec_stats;
                 for (const DrafterStats& d : st.drafters) fprintf(stderr, "%s\n", d.line().c_str());
-                fprintf(stderr, "draft acceptance rate = %.5f (%lld accepted / %lld generated), %.2f tokens per decode\n",
+                fprintf(stderr,
+                        "draft acceptance rate = %.5f (%lld accepted / %lld generated), %.2f tokens per decode\n",
                         st.draft_n() ? (double)st.draft_n_accepted() / (double)st.draft_n() : 0.0,
                         (long long)st.draft_n_accepted(), (long long)st.draft_n(),
                         st.n_cycles ? (double)st.n_tokens / (double)st.n_cycles : 0.0);

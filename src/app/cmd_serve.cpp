@@ -63,14 +63,17 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     p.str("--api-key", &o.api_key, "KEY[,KEY...]", "require one of these keys (Authorization: Bearer or X-Api-Key)");
     p.str("--api-key-file", &o.api_key_file, "FILE", "file with one API key per line");
     p.i32("--threads-http", &s.threads_http, "most HTTP threads, one per open connection (-1: 1024) [-1]", -1, 4096);
-    p.i32("-to,--timeout", &s.timeout_s, "write timeout in seconds (reads: 5 s idle, headers 10 s, body 60 s) [600]", 1, 86400);
-    p.custom("--cors-origins", "LIST", "browser origins allowed with credentials, comma list; * any origin without "
+    p.i32("-to,--timeout", &s.timeout_s, "write timeout in seconds (reads: 5 s idle, headers 10 s, body 60 s) [600]", 1,
+          86400);
+    p.custom("--cors-origins", "LIST",
+             "browser origins allowed with credentials, comma list; * any origin without "
              "credentials [any origin, no credentials]",
              [&s](const std::string& v) { s.cors_origins = split_commas(v); });
     p.custom("--max-body-bytes", "N", "largest request body accepted [16777216]", [&s](const std::string& v) {
         char* end = nullptr;
         const long long x = strtoll(v.c_str(), &end, 10);
-        if (v.empty() || *end || x < 1024) fail("invalid value '%s' for --max-body-bytes: an integer >= 1024", v.c_str());
+        if (v.empty() || *end || x < 1024)
+            fail("invalid value '%s' for --max-body-bytes: an integer >= 1024", v.c_str());
         s.max_body_bytes = (size_t)x;
     });
     p.flag("--metrics", &s.metrics, "enable GET /metrics (Prometheus)");
@@ -78,17 +81,25 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     p.action("--no-slots", "disable GET /slots", [&s] { s.slots = false; });
     p.action("--ui,--webui", "serve the chat page at / (the default)", [&s] { s.webui = true; });
     p.action("--no-ui,--no-webui", "no chat page (/ answers 404)", [&s] { s.webui = false; });
-    p.str("--slot-save-path", &s.slot_save_path, "DIR", "enable POST /slots/ID?action=save|restore|erase, files in DIR");
+    p.str("--slot-save-path", &s.slot_save_path, "DIR",
+          "enable POST /slots/ID?action=save|restore|erase, files in DIR");
     p.str("-a,--alias", &s.alias, "NAME", "model name reported by the API (default: the file name)");
-    p.flag("--embedding,--embeddings", &s.embedding, "serve /v1/embeddings, /embedding and /embeddings (any model; "
+    p.flag("--embedding,--embeddings", &s.embedding,
+           "serve /v1/embeddings, /embedding and /embeddings (any model; "
            "completions keep working)");
-    p.flag("--rerank,--reranking", &s.reranking, "serve /rerank (/v1/rerank): needs a model with a classification "
+    p.flag("--rerank,--reranking", &s.reranking,
+           "serve /rerank (/v1/rerank): needs a model with a classification "
            "head; implies --embedding --pooling rank");
-    p.custom("--pooling", "none|mean|cls|last|rank", "how embeddings pool the tokens' final hidden states [the "
-             "model's, else none]", [&s](const std::string& v) { s.pooling = parse_pooling(v, "--pooling"); });
-    p.i32("--embd-normalize", &s.embd_normalize, "default embd_normalize of pooled embeddings: -1 none, 0 max "
-          "absolute, 1 taxicab, 2 Euclidean, >2 p-norm [2]", -1, 64);
-    p.i32("-n,--predict,--n-predict", &s.n_predict, "default max tokens per request (-1: no limit) [-1]", -1, INT32_MAX);
+    p.custom("--pooling", "none|mean|cls|last|rank",
+             "how embeddings pool the tokens' final hidden states [the "
+             "model's, else none]",
+             [&s](const std::string& v) { s.pooling = parse_pooling(v, "--pooling"); });
+    p.i32("--embd-normalize", &s.embd_normalize,
+          "default embd_normalize of pooled embeddings: -1 none, 0 max "
+          "absolute, 1 taxicab, 2 Euclidean, >2 p-norm [2]",
+          -1, 64);
+    p.i32("-n,--predict,--n-predict", &s.n_predict, "default max tokens per request (-1: no limit) [-1]", -1,
+          INT32_MAX);
 }
 
 void add_slot_options(ArgParser& p, ServeOptions& o) {
@@ -97,16 +108,19 @@ void add_slot_options(ArgParser& p, ServeOptions& o) {
     p.flag("-no-kvu,--no-kv-unified", &o.no_kv_unified, "split the context evenly across slots");
     p.flag("-cb,--cont-batching", &o.cont_batching, "continuous batching (always on)");
     p.flag("-nocb,--no-cont-batching", &o.no_cont_batching, "not supported: batching is always continuous");
-    p.action("--cache-prompt", "reuse cached prompt prefixes by default (the default)", [&o] { o.cache_prompt = true; });
+    p.action("--cache-prompt", "reuse cached prompt prefixes by default (the default)",
+             [&o] { o.cache_prompt = true; });
     p.action("--no-cache-prompt", "do not reuse cached prompt prefixes by default", [&o] { o.cache_prompt = false; });
     p.i32("--keep", &o.srv.n_keep, "default n_keep: prompt tokens a context shift keeps (-1: all) [0]", -1, INT32_MAX);
     p.i32("--cache-reuse", &o.srv.n_cache_reuse,
-          "also reuse cached chunks of at least N tokens found later in the prompt (KV shift; 0: off) [0]", 0, INT32_MAX);
+          "also reuse cached chunks of at least N tokens found later in the prompt (KV shift; 0: off) [0]", 0,
+          INT32_MAX);
     p.flag("--context-shift", &o.srv.sched.context_shift,
            "a slot that fills its context drops tokens after the request's n_keep (n_discard of them, default half "
            "the rest) and goes on, instead of stopping with truncated: true [off]");
     p.flag("--no-context-shift", &o.no_context_shift, "the default: a full slot stops");
-    p.i32("-cram,--cache-ram", &o.cache_ram_mib, "host-RAM prompt cache in MiB (0: off, -1: no limit) [8192]", -1, INT32_MAX);
+    p.i32("-cram,--cache-ram", &o.cache_ram_mib, "host-RAM prompt cache in MiB (0: off, -1: no limit) [8192]", -1,
+          INT32_MAX);
     p.i32("-ctxcp,--ctx-checkpoints,--swa-checkpoints", &o.ctx_checkpoints,
           "accepted for llama-server compatibility; not needed: Bee keeps every KV cell (see docs) [32]", 0, INT32_MAX);
     p.f32("-sps,--slot-prompt-similarity", &o.srv.sched.slot_prompt_similarity,
@@ -116,11 +130,15 @@ void add_slot_options(ArgParser& p, ServeOptions& o) {
 void add_chat_options(ArgParser& p, ServeOptions& o) {
     server::ServerParams& s = o.srv;
     p.flag("--jinja", &o.jinja, "use Jinja chat templates (always on)");
-    p.str("--chat-template", &o.chat_template, "NAME|JINJA", "chat template: Jinja source or a built-in name (chatml, gemma) [from the model]");
+    p.str("--chat-template", &o.chat_template, "NAME|JINJA",
+          "chat template: Jinja source or a built-in name (chatml, gemma) [from the model]");
     p.str("--chat-template-file", &o.chat_template_file, "FILE", "read the chat template from a file");
-    p.str("--chat-template-kwargs", &o.chat_template_kwargs, "JSON", "extra template variables, e.g. {\"enable_thinking\":false}");
-    p.custom("-rea,--reasoning", "on|off|auto", "thinking in chat templates: enable_thinking true / false / the "
-             "template's default [auto]", [&o](const std::string& v) {
+    p.str("--chat-template-kwargs", &o.chat_template_kwargs, "JSON",
+          "extra template variables, e.g. {\"enable_thinking\":false}");
+    p.custom("-rea,--reasoning", "on|off|auto",
+             "thinking in chat templates: enable_thinking true / false / the "
+             "template's default [auto]",
+             [&o](const std::string& v) {
                  if (v == "auto") o.reasoning_kwargs.erase("enable_thinking");
                  else o.reasoning_kwargs["enable_thinking"] = parse_on_off_auto(v, "--reasoning");
              });
@@ -134,7 +152,8 @@ void add_chat_options(ArgParser& p, ServeOptions& o) {
     p.action("--no-reasoning-preserve", "preserve_reasoning: false for the chat template",
              [&o] { o.reasoning_kwargs["preserve_reasoning"] = false; });
     p.str("--reasoning-format", &o.reasoning_format, "FORMAT", "none, auto, deepseek, deepseek-legacy [auto]");
-    p.i32("--reasoning-budget", &s.reasoning_budget, "reasoning tokens before </think> is forced (-1: unlimited) [-1]", -1, INT32_MAX);
+    p.i32("--reasoning-budget", &s.reasoning_budget, "reasoning tokens before </think> is forced (-1: unlimited) [-1]",
+          -1, INT32_MAX);
     p.str("--reasoning-budget-message", &s.reasoning_budget_message, "TEXT", "text injected before the forced end tag");
     p.str("--reasoning-loop-guard", &o.loop_guard, "MODE", "off, force-close, stop [force-close]");
     chat::LoopGuardParams& g = s.loop_guard;
@@ -159,7 +178,8 @@ void add_request_default_options(ArgParser& p, ServeOptions& o) {
 
 // --grammar / --json-schema (or their files) as one GBNF text, checked now rather than per request.
 std::string default_grammar(const ServeOptions& o) {
-    const int given = !o.grammar.empty() + !o.grammar_file.empty() + !o.json_schema.empty() + !o.json_schema_file.empty();
+    const int given =
+        !o.grammar.empty() + !o.grammar_file.empty() + !o.json_schema.empty() + !o.json_schema_file.empty();
     if (given > 1) fail("give one of --grammar, --grammar-file, --json-schema, --json-schema-file");
     std::string gbnf = !o.grammar_file.empty() ? read_file(o.grammar_file) : o.grammar;
     const std::string schema = !o.json_schema_file.empty() ? read_file(o.json_schema_file) : o.json_schema;

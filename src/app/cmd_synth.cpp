@@ -92,8 +92,8 @@ void copy_tokenizer(const std::string& path, int n_vocab, GgufWriter& w) {
     std::vector<int32_t> types;
     if (v.has("tokenizer.ggml.token_type"))
         for (int64_t t : v.get_int_array("tokenizer.ggml.token_type")) types.push_back((int32_t)t);
-    types.resize(n_real, 1);               // normal
-    types.resize((size_t)n_vocab, 5);      // unused
+    types.resize(n_real, 1);           // normal
+    types.resize((size_t)n_vocab, 5);  // unused
     w.set_i32_array("tokenizer.ggml.token_type", types);
     if (v.has("tokenizer.ggml.scores")) {
         std::vector<float> scores = v.get_float_array("tokenizer.ggml.scores");
@@ -129,8 +129,8 @@ void synth(const SynthShape& s, const SynthOptions& o) {
     for (int il = 0; il < n_layer; il++) {
         const std::string p = strfmt("blk.%d.", il);
         add_vector(w, p + "attn_norm.weight", e, 1.0f, 0.1f, rng);
-        add_matrix(w, p + "attn_q.weight", e, e, sc(e), f16, rng);      // (n_head * head_dim, n_embd)
-        add_matrix(w, p + "attn_k.weight", e, nkv, sc(e), f16, rng);    // (n_head_kv * head_dim, n_embd)
+        add_matrix(w, p + "attn_q.weight", e, e, sc(e), f16, rng);    // (n_head * head_dim, n_embd)
+        add_matrix(w, p + "attn_k.weight", e, nkv, sc(e), f16, rng);  // (n_head_kv * head_dim, n_embd)
         add_matrix(w, p + "attn_v.weight", e, nkv, sc(e), f16, rng);
         if (s.qkv_bias) {
             add_vector(w, p + "attn_q.bias", e, 0.0f, 0.1f, rng);
@@ -154,7 +154,8 @@ int cmd_gguf_synth(int argc, char** argv) {
     SynthOptions o;
     std::string names;
     for (const SynthShape& s : kShapes) names += std::string(names.empty() ? "" : ", ") + s.name;
-    ArgParser p("bee gguf synth", "Writes a model of a known shape with seeded random weights (shapes: " + names + ").");
+    ArgParser p("bee gguf synth",
+                "Writes a model of a known shape with seeded random weights (shapes: " + names + ").");
     p.positional(&o.pos, "OUT.gguf");
     p.str("--shape", &o.shape, "NAME", "model shape [qwen2.5-0.5b]");
     p.str("--vocab", &o.vocab, "FILE", "BPE vocab GGUF whose tokenizer.* keys are copied (required)");
@@ -165,7 +166,8 @@ int cmd_gguf_synth(int argc, char** argv) {
         if (!p.parse(argc, argv)) return 0;
         if (o.pos.size() != 1) fail("expected one output file OUT.gguf");
         if (o.vocab.empty()) fail("--vocab FILE is required (e.g. ../shared/data/vocab/ggml-vocab-gpt-2.gguf)");
-        if (o.type != "f16" && o.type != "f32") fail("invalid value '%s' for --type: expected f16 or f32", o.type.c_str());
+        if (o.type != "f16" && o.type != "f32")
+            fail("invalid value '%s' for --type: expected f16 or f32", o.type.c_str());
     } catch (const Error& e) {
         fprintf(stderr, "error: %s\n%s", e.what(), p.usage().c_str());
         return 2;

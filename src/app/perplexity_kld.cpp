@@ -214,8 +214,7 @@ void KldStats::print_chunk_line(FILE* out, int chunk) const {
     const double rms = std::sqrt(mse.first);
     const double top = (double)n_same_top_ / count_;
     const double top_err = count_ > 1 ? std::sqrt(top * (1 - top) / (count_ - 1)) : 0;
-    fprintf(out,
-            "%4d    %9.4f ± %9.4f    %10.5f ± %10.5f    %10.5f ± %10.5f    %6.3f ± %6.3f %%    %6.3f ± %6.3f %%\n",
+    fprintf(out, "%4d    %9.4f ± %9.4f    %10.5f ± %10.5f    %10.5f ± %10.5f    %6.3f ± %6.3f %%    %6.3f ± %6.3f %%\n",
             chunk, std::exp(lp.first), std::exp(lp.first) * lp.second, lp.first - lb.first, ratio_err, kl.first,
             kl.second, 100 * rms, rms > 0 ? 100 * 0.5 / rms * mse.second : 0.0, 100 * top, 100 * top_err);
 }

@@ -84,7 +84,7 @@ private:
 // Per scored token, the comparison of a run's logits with the base row.
 struct KldRowResult {
     double nll = 0, nll_base = 0, kld = 0;
-    float p_diff = 0;    // p(next token) - p_base(next token)
+    float p_diff = 0;  // p(next token) - p_base(next token)
     bool same_top = false;
 };
 KldRowResult kld_compare_row(const float* logits, int n_vocab, int32_t target, const KldBaseRow& base);

@@ -8,8 +8,16 @@ namespace bee {
 using fp16_t = uint16_t;
 using bf16_t = uint16_t;
 
-inline float fp32_from_bits(uint32_t w) { float f; memcpy(&f, &w, 4); return f; }
-inline uint32_t fp32_to_bits(float f) { uint32_t w; memcpy(&w, &f, 4); return w; }
+inline float fp32_from_bits(uint32_t w) {
+    float f;
+    memcpy(&f, &w, 4);
+    return f;
+}
+inline uint32_t fp32_to_bits(float f) {
+    uint32_t w;
+    memcpy(&w, &f, 4);
+    return w;
+}
 
 // Half -> float, exact for every input including subnormals, inf and NaN.
 inline float fp16_to_fp32(fp16_t h) {
@@ -23,7 +31,8 @@ inline float fp16_to_fp32(fp16_t h) {
     const float magic_bias = 0.5f;
     const float denormalized = fp32_from_bits((two_w >> 17) | magic_mask) - magic_bias;
     const uint32_t denormalized_cutoff = 1u << 27;
-    const uint32_t result = sign | (two_w < denormalized_cutoff ? fp32_to_bits(denormalized) : fp32_to_bits(normalized));
+    const uint32_t result =
+        sign | (two_w < denormalized_cutoff ? fp32_to_bits(denormalized) : fp32_to_bits(normalized));
     return fp32_from_bits(result);
 }
 

@@ -105,7 +105,7 @@ void ThreadPool::run(int n_tasks, const std::function<void(int, int)>& fn) {
         ranges_[t].word.store(range_word((uint32_t)((int64_t)n_tasks * t / n_threads_),
                                          (uint32_t)((int64_t)n_tasks * (t + 1) / n_threads_)),
                               std::memory_order_release);
-    generation_.fetch_add(1);  // seq_cst: ordered before the sleepers_ load below (see worker())
+    generation_.fetch_add(1);    // seq_cst: ordered before the sleepers_ load below (see worker())
     if (sleepers_.load() > 0) {  // the lock and the wake-up only when a worker went to sleep
         { std::lock_guard<std::mutex> lk(mu_); }
         cv_.notify_all();

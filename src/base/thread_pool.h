@@ -45,8 +45,8 @@ private:
     std::condition_variable cv_;
     std::atomic<const std::function<void(int, int)>*> fn_{nullptr};
     alignas(64) std::atomic<uint32_t> generation_{0};  // advanced once per region: wakes the workers
-    alignas(64) std::atomic<int> done_{0};  // finished tasks of the current region
-    alignas(64) std::atomic<int> sleepers_{0};  // workers waiting on cv_ (run() notifies only then)
+    alignas(64) std::atomic<int> done_{0};             // finished tasks of the current region
+    alignas(64) std::atomic<int> sleepers_{0};         // workers waiting on cv_ (run() notifies only then)
     std::atomic<bool> stop_{false};
 };
 

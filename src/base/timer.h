@@ -6,8 +6,7 @@
 namespace bee {
 
 inline int64_t time_us() {
-    return std::chrono::duration_cast<std::chrono::microseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
 }
 inline double time_ms() { return (double)time_us() / 1000.0; }

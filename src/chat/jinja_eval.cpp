@@ -185,19 +185,15 @@ Value Renderer::make_macro(const Stmt& s) {
         local.parent = &root_;
         std::vector<Value> varargs;
         for (size_t k = 0; k < args.pos.size(); ++k) {
-            if (k < stmt->params.size())
-                local.vars[stmt->params[k].first] = args.pos[k];
-            else
-                varargs.push_back(args.pos[k]);
+            if (k < stmt->params.size()) local.vars[stmt->params[k].first] = args.pos[k];
+            else varargs.push_back(args.pos[k]);
         }
         Value kwargs = Value::new_dict();
         for (auto& kv : args.kw) {
             bool is_param = kv.first == "caller";
             for (const auto& p : stmt->params) is_param = is_param || p.first == kv.first;
-            if (is_param)
-                local.vars[kv.first] = kv.second;
-            else
-                kwargs.dict->set(kv.first, kv.second);
+            if (is_param) local.vars[kv.first] = kv.second;
+            else kwargs.dict->set(kv.first, kv.second);
         }
         for (const auto& p : stmt->params)
             if (!local.vars.count(p.first))
@@ -238,7 +234,8 @@ Value Renderer::eval(const Expr& e, Scope& scope) {
         case Expr::Kind::Slice: {
             Value obj = eval(*e.args[0], scope);
             Value bounds[3];
-            for (int k = 0; k < 3; ++k) bounds[k] = e.args[size_t(k) + 1] ? eval(*e.args[size_t(k) + 1], scope) : Value::none();
+            for (int k = 0; k < 3; ++k)
+                bounds[k] = e.args[size_t(k) + 1] ? eval(*e.args[size_t(k) + 1], scope) : Value::none();
             return slice(obj, bounds[0], bounds[1], bounds[2]);
         }
         case Expr::Kind::Call: {

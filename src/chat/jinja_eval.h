@@ -13,9 +13,9 @@ namespace bee::chat::jinja {
 
 // Hard limits: a template that goes past one fails with a bee::Error instead of hanging or eating memory
 // (the total work and string bytes of a render are bounded by RenderScope, jinja_value.h).
-constexpr size_t kMaxOutputBytes = 64u << 20;    // rendered text, and any string built on the way
-constexpr int kMaxCallDepth = 64;                // nested macro calls
-constexpr int64_t kMaxRange = 1'000'000;         // elements range() may produce
+constexpr size_t kMaxOutputBytes = 64u << 20;  // rendered text, and any string built on the way
+constexpr int kMaxCallDepth = 64;              // nested macro calls
+constexpr int64_t kMaxRange = 1'000'000;       // elements range() may produce
 
 struct Scope {
     std::unordered_map<std::string, Value> vars;

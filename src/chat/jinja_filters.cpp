@@ -14,7 +14,8 @@ namespace {
 std::string as_text(const Value& v) { return to_str(v); }
 
 std::string case_map(std::string s, bool upper) {
-    for (char& c : s) c = char(upper ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : s)
+        c = char(upper ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
     return s;
 }
 
@@ -248,7 +249,8 @@ Value apply_filter(const std::string& name, const Value& v, const Args& a) {
     if (name == "sum") {
         Value attr = a.get(0, "attribute");
         Value total = a.get(1, "start", Value::integer(0));
-        for (const Value& item : iterate(v)) total = binary_op("+", total, attr.is_string() ? attribute_of(item, attr.s) : item);
+        for (const Value& item : iterate(v))
+            total = binary_op("+", total, attr.is_string() ? attribute_of(item, attr.s) : item);
         return total;
     }
     if (name == "min" || name == "max") {
@@ -304,7 +306,8 @@ bool apply_test(const std::string& name, const Value& v, const Args& a) {
     }
     const Value other = a.get(0, "other");
     if (name == "divisibleby") {
-        if (v.kind != K::Int || other.kind != K::Int || other.i == 0) fail("chat template: divisibleby needs non-zero integers");
+        if (v.kind != K::Int || other.kind != K::Int || other.i == 0)
+            fail("chat template: divisibleby needs non-zero integers");
         return v.i % other.i == 0;
     }
     if (name == "equalto" || name == "eq" || name == "==") return values_equal(v, other);

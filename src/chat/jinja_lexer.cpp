@@ -22,7 +22,7 @@ public:
 
     std::vector<Token> run() {
         size_t pos = 0;
-        bool line_starting = true;     // what precedes the next text ends a line (lstrip_blocks)
+        bool line_starting = true;  // what precedes the next text ends a line (lstrip_blocks)
         while (pos < src_.size()) {
             size_t start = find_tag(pos);
             std::string text(src_.substr(pos, start - pos));
@@ -110,7 +110,8 @@ private:
         int depth = 0;  // open brackets: "}}" inside a dict literal does not end the tag
         while (true) {
             while (pos < src_.size() && std::isspace(static_cast<unsigned char>(src_[pos]))) ++pos;
-            if (pos >= src_.size()) error(start, is_var ? "unterminated '{{' (missing '}}')" : "unterminated '{%' (missing '%}')");
+            if (pos >= src_.size())
+                error(start, is_var ? "unterminated '{{' (missing '}}')" : "unterminated '{%' (missing '%}')");
             char c = src_[pos];
             if (depth == 0 || !is_var) {
                 for (char m : {'-', '+', char(0)}) {
@@ -124,7 +125,8 @@ private:
             }
             if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
                 size_t end = pos;
-                while (end < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[end])) || src_[end] == '_')) ++end;
+                while (end < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[end])) || src_[end] == '_'))
+                    ++end;
                 push(Token::Kind::Name, std::string(src_.substr(pos, end - pos)), pos);
                 pos = end;
             } else if (std::isdigit(static_cast<unsigned char>(c))) {

@@ -17,8 +17,8 @@ struct Token {
         Name,        // identifiers and keywords
         Int,
         Float,
-        String,      // value has escapes resolved
-        Op,          // operators and punctuation: + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
+        String,  // value has escapes resolved
+        Op,      // operators and punctuation: + - * / // % ** ~ == != < <= > >= = ( ) [ ] { } , . : |
         End,
     };
     Kind kind;

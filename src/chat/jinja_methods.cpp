@@ -74,7 +74,9 @@ std::string title_case(const std::string& s) {
     bool prev_letter = false;
     for (char& c : out) {
         bool letter = std::isalpha(static_cast<unsigned char>(c));
-        if (letter) c = char(prev_letter ? std::tolower(static_cast<unsigned char>(c)) : std::toupper(static_cast<unsigned char>(c)));
+        if (letter)
+            c = char(prev_letter ? std::tolower(static_cast<unsigned char>(c))
+                                 : std::toupper(static_cast<unsigned char>(c)));
         prev_letter = letter;
     }
     return out;
@@ -96,12 +98,20 @@ bool affix_match(const std::string& s, const Value& affix, bool prefix) {
 
 Value string_method(const std::string& self, const std::string& name) {
     auto m = [&](auto fn) { return Value::function([self, fn](Args& a) { return fn(self, a); }); };
-    if (name == "strip") return m([](const std::string& s, Args& a) { return Value::string(strip(s, a.get(0, "chars"), true, true)); });
-    if (name == "lstrip") return m([](const std::string& s, Args& a) { return Value::string(strip(s, a.get(0, "chars"), true, false)); });
-    if (name == "rstrip") return m([](const std::string& s, Args& a) { return Value::string(strip(s, a.get(0, "chars"), false, true)); });
-    if (name == "split") return m([](const std::string& s, Args& a) { return split(s, a.get(0, "sep"), a.get(1, "maxsplit")); });
-    if (name == "startswith") return m([](const std::string& s, Args& a) { return Value::boolean(affix_match(s, a.get(0, "prefix"), true)); });
-    if (name == "endswith") return m([](const std::string& s, Args& a) { return Value::boolean(affix_match(s, a.get(0, "suffix"), false)); });
+    if (name == "strip")
+        return m([](const std::string& s, Args& a) { return Value::string(strip(s, a.get(0, "chars"), true, true)); });
+    if (name == "lstrip")
+        return m([](const std::string& s, Args& a) { return Value::string(strip(s, a.get(0, "chars"), true, false)); });
+    if (name == "rstrip")
+        return m([](const std::string& s, Args& a) { return Value::string(strip(s, a.get(0, "chars"), false, true)); });
+    if (name == "split")
+        return m([](const std::string& s, Args& a) { return split(s, a.get(0, "sep"), a.get(1, "maxsplit")); });
+    if (name == "startswith")
+        return m(
+            [](const std::string& s, Args& a) { return Value::boolean(affix_match(s, a.get(0, "prefix"), true)); });
+    if (name == "endswith")
+        return m(
+            [](const std::string& s, Args& a) { return Value::boolean(affix_match(s, a.get(0, "suffix"), false)); });
     if (name == "replace")
         return m([](const std::string& s, Args& a) {
             Value count = a.get(2, "count");
@@ -111,7 +121,9 @@ Value string_method(const std::string& self, const std::string& name) {
     if (name == "upper" || name == "lower")
         return m([up = name == "upper"](const std::string& s, Args&) {
             std::string out = s;
-            for (char& c : out) c = char(up ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+            for (char& c : out)
+                c = char(up ? std::toupper(static_cast<unsigned char>(c))
+                            : std::tolower(static_cast<unsigned char>(c)));
             return Value::string(out);
         });
     if (name == "title") return m([](const std::string& s, Args&) { return Value::string(title_case(s)); });
@@ -119,7 +131,8 @@ Value string_method(const std::string& self, const std::string& name) {
         return m([](const std::string& s, Args&) {
             std::string out = s;
             for (size_t k = 0; k < out.size(); ++k)
-                out[k] = char(k == 0 ? std::toupper(static_cast<unsigned char>(out[k])) : std::tolower(static_cast<unsigned char>(out[k])));
+                out[k] = char(k == 0 ? std::toupper(static_cast<unsigned char>(out[k]))
+                                     : std::tolower(static_cast<unsigned char>(out[k])));
             return Value::string(out);
         });
     if (name == "find" || name == "rfind" || name == "count")
@@ -134,7 +147,9 @@ Value string_method(const std::string& self, const std::string& name) {
                 return Value::integer(at == std::string::npos ? -1 : int64_t(at));
             }
             int64_t n = 0;
-            for (size_t at = sub.empty() ? std::string::npos : s.find(sub); at != std::string::npos; at = s.find(sub, at + sub.size())) ++n;
+            for (size_t at = sub.empty() ? std::string::npos : s.find(sub); at != std::string::npos;
+                 at = s.find(sub, at + sub.size()))
+                ++n;
             return Value::integer(n);
         });
     if (name == "join")
@@ -151,7 +166,9 @@ Value string_method(const std::string& self, const std::string& name) {
         return m([name](const std::string& s, Args&) {
             bool all = !s.empty();
             for (unsigned char c : s)
-                all = all && (name == "isdigit" ? std::isdigit(c) : name == "isalpha" ? std::isalpha(c) : std::isspace(c));
+                all = all && (name == "isdigit"   ? std::isdigit(c)
+                              : name == "isalpha" ? std::isalpha(c)
+                                                  : std::isspace(c));
             return Value::boolean(all);
         });
     return Value::undefined(name);
@@ -250,7 +267,8 @@ Value get_attr(const Value& obj, const std::string& name) {
 static Value make_range(Args& a) {
     std::vector<int64_t> n;
     for (const Value& v : a.pos) {
-        if (v.kind != Value::Kind::Int) fail("chat template: range() arguments must be integers, got %s", v.type_name());
+        if (v.kind != Value::Kind::Int)
+            fail("chat template: range() arguments must be integers, got %s", v.type_name());
         n.push_back(v.i);
     }
     if (n.empty() || n.size() > 3) fail("chat template: range() takes 1 to 3 integers");
@@ -261,7 +279,8 @@ static Value make_range(Args& a) {
     if (count > 0) RenderScope::charge(int64_t(count));
     Value out = Value::new_list();
     for (int64_t k = start; step > 0 ? k < stop : k > stop; k += step) {
-        if (int64_t(out.list->size()) >= kMaxRange) fail("chat template: range() longer than %lld", (long long)kMaxRange);
+        if (int64_t(out.list->size()) >= kMaxRange)
+            fail("chat template: range() longer than %lld", (long long)kMaxRange);
         out.list->push_back(Value::integer(k));
     }
     return out;
@@ -279,9 +298,8 @@ void add_globals(Scope& root, int64_t now_unix) {
     };
     root.vars["namespace"] = Value::function([dict_from](Args& a) { return dict_from(a, true); });
     root.vars["dict"] = Value::function([dict_from](Args& a) { return dict_from(a, false); });
-    root.vars["raise_exception"] = Value::function([](Args& a) -> Value {
-        fail("chat template raised an error: %s", to_str(a.get(0, "message")).c_str());
-    });
+    root.vars["raise_exception"] = Value::function(
+        [](Args& a) -> Value { fail("chat template raised an error: %s", to_str(a.get(0, "message")).c_str()); });
     root.vars["strftime_now"] = Value::function([now_unix](Args& a) {
         Value fmt = a.get(0, "format");
         if (!fmt.is_string()) fail("chat template: strftime_now() needs a format string");

@@ -84,7 +84,7 @@ static Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     }
     if (ints) {
         int64_t p = ival(a), q = ival(b), r = 0;
-        bool overflow = op == "+" ? __builtin_add_overflow(p, q, &r)
+        bool overflow = op == "+"   ? __builtin_add_overflow(p, q, &r)
                         : op == "-" ? __builtin_sub_overflow(p, q, &r)
                                     : __builtin_mul_overflow(p, q, &r);
         if (overflow) fail("chat template: integer overflow in %s", op.c_str());
@@ -131,7 +131,8 @@ bool contains(const Value& container, const Value& item) {
     switch (container.kind) {
         case Value::Kind::Undefined: return false;
         case Value::Kind::String:
-            if (!item.is_string()) fail("chat template: 'in <string>' needs a string on the left, got %s", item.type_name());
+            if (!item.is_string())
+                fail("chat template: 'in <string>' needs a string on the left, got %s", item.type_name());
             return container.s.find(item.s) != std::string::npos;
         case Value::Kind::List:
             for (const Value& v : *container.list)

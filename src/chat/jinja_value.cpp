@@ -349,7 +349,10 @@ static void json_string(std::string& out, const std::string& s, bool ensure_asci
                     const size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
                     uint32_t cp = len == 1 ? 0xFFFD : c & (0x7F >> len);
                     for (size_t j = 1; j < len; ++j) {
-                        if (k + j >= s.size()) { cp = 0xFFFD; break; }
+                        if (k + j >= s.size()) {
+                            cp = 0xFFFD;
+                            break;
+                        }
                         cp = (cp << 6) | (static_cast<unsigned char>(s[k + j]) & 0x3F);
                     }
                     k += std::min(len, s.size() - k) - 1;
@@ -420,8 +423,7 @@ static void json_value(std::string& out, const Value& v, const JsonStyle& st, in
             return;
         }
         case Value::Kind::Undefined:
-        case Value::Kind::Function:
-            fail("chat template: tojson cannot serialise a value of type %s", v.type_name());
+        case Value::Kind::Function: fail("chat template: tojson cannot serialise a value of type %s", v.type_name());
     }
 }
 

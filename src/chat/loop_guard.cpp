@@ -38,10 +38,11 @@ const char* loop_action_name(LoopAction action) {
 
 void LoopGuardParams::validate(std::string_view where) const {
     auto bad = [&](const char* what) {
-        fail("%.*s: invalid reasoning loop guard settings: %s (min_tokens=%d window=%d max_period=%d "
-             "min_coverage=%d check_interval=%d interventions=%d)",
-             int(where.size()), where.data(), what, min_tokens, window, max_period, min_coverage,
-             check_interval, interventions);
+        fail(
+            "%.*s: invalid reasoning loop guard settings: %s (min_tokens=%d window=%d max_period=%d "
+            "min_coverage=%d check_interval=%d interventions=%d)",
+            int(where.size()), where.data(), what, min_tokens, window, max_period, min_coverage, check_interval,
+            interventions);
     };
     if (min_tokens <= 0 || window <= 0 || max_period <= 0 || min_coverage <= 0 || check_interval <= 0 ||
         interventions <= 0)
@@ -157,16 +158,12 @@ LoopGuard::LoopGuard(const LoopGuardParams& params) : params_(params) {
 LoopVerdict LoopGuard::check(const Region& region, bool reasoning) const {
     LoopVerdict v;
     const std::vector<int32_t> tail = region.tail();
-    if (loop_periodic_tail(tail, params_, &v.period))
-        v.reason = "periodic_tail";
-    else if (reasoning && loop_ngram_dominance(tail, params_))
-        v.reason = "ngram_dominance";
-    else if (loop_low_entropy(tail, params_))
-        v.reason = "low_entropy";
-    else
-        return v;
-    const bool can_force = reasoning && params_.mode == LoopGuardMode::ForceClose &&
-                           interventions_used_ < params_.interventions;
+    if (loop_periodic_tail(tail, params_, &v.period)) v.reason = "periodic_tail";
+    else if (reasoning && loop_ngram_dominance(tail, params_)) v.reason = "ngram_dominance";
+    else if (loop_low_entropy(tail, params_)) v.reason = "low_entropy";
+    else return v;
+    const bool can_force =
+        reasoning && params_.mode == LoopGuardMode::ForceClose && interventions_used_ < params_.interventions;
     v.action = can_force ? LoopAction::ForceClose : LoopAction::Stop;
     return v;
 }

@@ -17,12 +17,12 @@ const char* loop_guard_mode_name(LoopGuardMode mode);
 // Defaults are the spec's (A.4). CLI: --reasoning-loop-<name with dashes>; JSON: reasoning_loop_<name>.
 struct LoopGuardParams {
     LoopGuardMode mode = LoopGuardMode::ForceClose;
-    int32_t min_tokens = 1024;     // reasoning tokens seen before the reasoning region is checked
-    int32_t window = 2048;         // tokens kept per region (ring tail)
-    int32_t max_period = 512;      // longest period detector 1 looks for
-    int32_t min_coverage = 768;    // tokens a repetition must cover to count
-    int32_t check_interval = 32;   // check every this many tokens of a region
-    int32_t interventions = 1;     // force-closes allowed before the guard stops instead
+    int32_t min_tokens = 1024;    // reasoning tokens seen before the reasoning region is checked
+    int32_t window = 2048;        // tokens kept per region (ring tail)
+    int32_t max_period = 512;     // longest period detector 1 looks for
+    int32_t min_coverage = 768;   // tokens a repetition must cover to count
+    int32_t check_interval = 32;  // check every this many tokens of a region
+    int32_t interventions = 1;    // force-closes allowed before the guard stops instead
 
     // Throws bee::Error if a value is out of range: all positive, window >= min_coverage,
     // max_period <= window / 3, min_tokens >= min_coverage. `where` prefixes the message.

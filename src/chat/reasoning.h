@@ -14,8 +14,7 @@ struct ReasoningDelta {
 class ReasoningParser {
 public:
     // starts_inside: the prompt already opened the reasoning span (templates that end with "<think>\n").
-    explicit ReasoningParser(std::string open = "<think>", std::string close = "</think>",
-                             bool starts_inside = false);
+    explicit ReasoningParser(std::string open = "<think>", std::string close = "</think>", bool starts_inside = false);
 
     // Feeds newly generated text. A partial tag at the end is held back until it is resolved.
     ReasoningDelta feed(std::string_view text);

@@ -38,17 +38,17 @@ struct ChatInput {
     Json messages = Json::array();  // OpenAI messages: role, content (string or parts), tool_calls, ...
     Json tools;                     // null, or an array of OpenAI tool definitions
     bool add_generation_prompt = true;
-    Json kwargs = Json::object();   // chat_template_kwargs, e.g. {"enable_thinking": false}
+    Json kwargs = Json::object();  // chat_template_kwargs, e.g. {"enable_thinking": false}
     std::string bos_token, eos_token;
-    int64_t now_unix = 0;           // time for strftime_now / date_string (UTC); 0 = now
+    int64_t now_unix = 0;  // time for strftime_now / date_string (UTC); 0 = now
 };
 
 // Limits on what a render's JSON context may hold (messages, tools, kwargs from a request): past them
 // render() throws bee::Error naming the limit before converting anything.
 struct InputLimits {
-    static constexpr int kMaxDepth = 512;                       // nesting of arrays and objects
-    static constexpr size_t kMaxValues = 200'000;               // keys, items and scalars together
-    static constexpr size_t kMaxStringBytes = size_t(32) << 20; // bytes of all strings and keys
+    static constexpr int kMaxDepth = 512;                        // nesting of arrays and objects
+    static constexpr size_t kMaxValues = 200'000;                // keys, items and scalars together
+    static constexpr size_t kMaxStringBytes = size_t(32) << 20;  // bytes of all strings and keys
 };
 
 // dst[key] = value for every entry of the object `src`, in linear time (ordered_json's own operator[]

@@ -190,28 +190,31 @@ ToolCallSyntax tool_call_syntax(ToolCallFormat f, std::string_view template_sour
     if (f == ToolCallFormat::mistral && template_source.find(kMistralArgs) != std::string_view::npos)
         return {"", "", std::string(kMistralOpen), "", "", "arguments", std::string(kMistralArgs)};
     switch (f) {
-    case ToolCallFormat::hermes: return {"", "", std::string(kHermesOpen) + "\n", "\n" + std::string(kHermesClose), "\n", "arguments", ""};
-    case ToolCallFormat::llama3: return {"", "", "", "", "", "parameters", ""};
-    case ToolCallFormat::mistral: return {"[", "]", "", "", ", ", "arguments", ""};  // [TOOL_CALLS] is a control token
-    default: return {"", "", "", "", "", "arguments", ""};
+        case ToolCallFormat::hermes:
+            return {"", "", std::string(kHermesOpen) + "\n", "\n" + std::string(kHermesClose), "\n", "arguments", ""};
+        case ToolCallFormat::llama3: return {"", "", "", "", "", "parameters", ""};
+        case ToolCallFormat::mistral:
+            return {"[", "]", "", "", ", ", "arguments", ""};  // [TOOL_CALLS] is a control token
+        default: return {"", "", "", "", "", "arguments", ""};
     }
 }
 
 std::vector<std::string> tool_call_markers(ToolCallFormat f) {
     switch (f) {
-    case ToolCallFormat::hermes: return {std::string(kHermesOpen), std::string(kHermesClose)};
-    case ToolCallFormat::llama3: return {std::string(kPythonTag)};
-    case ToolCallFormat::mistral: return {std::string(kMistralOpen), std::string(kMistralArgs), std::string(kMistralId)};
-    default: return {};
+        case ToolCallFormat::hermes: return {std::string(kHermesOpen), std::string(kHermesClose)};
+        case ToolCallFormat::llama3: return {std::string(kPythonTag)};
+        case ToolCallFormat::mistral:
+            return {std::string(kMistralOpen), std::string(kMistralArgs), std::string(kMistralId)};
+        default: return {};
     }
 }
 
 const char* tool_call_format_name(ToolCallFormat f) {
     switch (f) {
-    case ToolCallFormat::hermes: return "hermes";
-    case ToolCallFormat::llama3: return "llama3";
-    case ToolCallFormat::mistral: return "mistral";
-    default: return "generic";
+        case ToolCallFormat::hermes: return "hermes";
+        case ToolCallFormat::llama3: return "llama3";
+        case ToolCallFormat::mistral: return "mistral";
+        default: return "generic";
     }
 }
 
@@ -231,10 +234,10 @@ void ToolCallParser::take_calls(ToolCallDelta& d, std::vector<ToolCall>& calls) 
 // The marker that opens a call in this format (empty: generic has none).
 std::string_view ToolCallParser::opener() const {
     switch (fmt_) {
-    case ToolCallFormat::hermes: return kHermesOpen;
-    case ToolCallFormat::llama3: return kPythonTag;
-    case ToolCallFormat::mistral: return kMistralOpen;
-    default: return {};
+        case ToolCallFormat::hermes: return kHermesOpen;
+        case ToolCallFormat::llama3: return kPythonTag;
+        case ToolCallFormat::mistral: return kMistralOpen;
+        default: return {};
     }
 }
 

@@ -7,17 +7,50 @@ namespace bee {
 
 // Values are the on-disk ids (ggml_type). Only some have kernels; see quant/quant.h.
 enum class GgmlType : uint32_t {
-    F32 = 0, F16 = 1, Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q8_1 = 9,
-    Q2_K = 10, Q3_K = 11, Q4_K = 12, Q5_K = 13, Q6_K = 14, Q8_K = 15,
-    IQ2_XXS = 16, IQ2_XS = 17, IQ3_XXS = 18, IQ1_S = 19, IQ4_NL = 20, IQ3_S = 21, IQ2_S = 22,
-    IQ4_XS = 23, I8 = 24, I16 = 25, I32 = 26, I64 = 27, F64 = 28, IQ1_M = 29, BF16 = 30,
-    TQ1_0 = 34, TQ2_0 = 35, MXFP4 = 39,
+    F32 = 0,
+    F16 = 1,
+    Q4_0 = 2,
+    Q4_1 = 3,
+    Q5_0 = 6,
+    Q5_1 = 7,
+    Q8_0 = 8,
+    Q8_1 = 9,
+    Q2_K = 10,
+    Q3_K = 11,
+    Q4_K = 12,
+    Q5_K = 13,
+    Q6_K = 14,
+    Q8_K = 15,
+    IQ2_XXS = 16,
+    IQ2_XS = 17,
+    IQ3_XXS = 18,
+    IQ1_S = 19,
+    IQ4_NL = 20,
+    IQ3_S = 21,
+    IQ2_S = 22,
+    IQ4_XS = 23,
+    I8 = 24,
+    I16 = 25,
+    I32 = 26,
+    I64 = 27,
+    F64 = 28,
+    IQ1_M = 29,
+    BF16 = 30,
+    TQ1_0 = 34,
+    TQ2_0 = 35,
+    MXFP4 = 39,
     // KV-cache-only TurboQuant types, ids as BeeLlama/buun serialize them (specs/kv-turboquant.md §3.1);
     // 128-value rotation groups.
-    TURBO3 = 42, TURBO4 = 43, TURBO2 = 44, TURBO3_TCQ = 45, TURBO2_TCQ = 46,
+    TURBO3 = 42,
+    TURBO4 = 43,
+    TURBO2 = 44,
+    TURBO3_TCQ = 45,
+    TURBO2_TCQ = 46,
     // Bee-only: the same scalar TurboQuant with a 64-value rotation group, so 64-wide heads need no
     // padding. Not known to any other implementation; never mix with 42-46.
-    TURBO3_64 = 142, TURBO4_64 = 143, TURBO2_64 = 144,
+    TURBO3_64 = 142,
+    TURBO4_64 = 143,
+    TURBO2_64 = 144,
 };
 
 struct GgmlTypeInfo {

@@ -17,21 +17,26 @@ static_assert(sizeof(size_t) == sizeof(uint64_t), "GGUF reader assumes a 64-bit 
 
 namespace {
 
-constexpr uint64_t kMaxKeyLen = 65535;                 // spec: keys are at most 2^16-1 bytes
-constexpr uint64_t kMaxTensorNameLen = 1024;           // ggml itself stops at 63
-constexpr uint64_t kMaxStringLen = 1ull << 30;         // 1 GiB, and never past the end of the file
-constexpr int kMaxArrayDepth = 8;                      // arrays of arrays, nested at most this deep
-constexpr uint64_t kMaxMetadataValues = 1ull << 23;    // array elements in all (each is a ~100-byte GgufValue)
+constexpr uint64_t kMaxKeyLen = 65535;               // spec: keys are at most 2^16-1 bytes
+constexpr uint64_t kMaxTensorNameLen = 1024;         // ggml itself stops at 63
+constexpr uint64_t kMaxStringLen = 1ull << 30;       // 1 GiB, and never past the end of the file
+constexpr int kMaxArrayDepth = 8;                    // arrays of arrays, nested at most this deep
+constexpr uint64_t kMaxMetadataValues = 1ull << 23;  // array elements in all (each is a ~100-byte GgufValue)
 constexpr uint64_t kDefaultAlignment = 32;
-constexpr size_t kMinKvBytes = 8 + 1 + 4 + 1;          // key length, 1-byte key, type, 1-byte value
+constexpr size_t kMinKvBytes = 8 + 1 + 4 + 1;                  // key length, 1-byte key, type, 1-byte value
 constexpr size_t kMinTensorInfoBytes = 8 + 1 + 4 + 8 + 4 + 8;  // name, n_dims, ne[0], type, offset
 
 // Smallest encoding of one value of type t (array: element type + count).
 size_t min_value_bytes(GgufValueType t) {
     switch (t) {
-        case GgufValueType::UINT8: case GgufValueType::INT8: case GgufValueType::BOOL: return 1;
-        case GgufValueType::UINT16: case GgufValueType::INT16: return 2;
-        case GgufValueType::UINT32: case GgufValueType::INT32: case GgufValueType::FLOAT32: return 4;
+        case GgufValueType::UINT8:
+        case GgufValueType::INT8:
+        case GgufValueType::BOOL: return 1;
+        case GgufValueType::UINT16:
+        case GgufValueType::INT16: return 2;
+        case GgufValueType::UINT32:
+        case GgufValueType::INT32:
+        case GgufValueType::FLOAT32: return 4;
         case GgufValueType::STRING: return 8;
         case GgufValueType::ARRAY: return 12;
         default: return 8;
@@ -64,13 +69,14 @@ private:
     const uint8_t* p_;
     size_t size_;
     size_t pos_ = 0;
-    std::string field_;           // what is being read, e.g. "metadata key 'x'"
-    std::vector<uint64_t> idx_;   // array element indices under field_ (nested arrays)
-    uint64_t n_values_ = 0;       // array elements read so far
+    std::string field_;          // what is being read, e.g. "metadata key 'x'"
+    std::vector<uint64_t> idx_;  // array element indices under field_ (nested arrays)
+    uint64_t n_values_ = 0;      // array elements read so far
 
     [[noreturn]] void bad(uint64_t at, const std::string& problem) const;
     const uint8_t* take(size_t n, const char* what);
-    template <class T> T read(const char* what) {
+    template <class T>
+    T read(const char* what) {
         T v;
         std::memcpy(&v, take(sizeof(T), what), sizeof(T));
         return v;
@@ -96,8 +102,7 @@ void GgufParser::bad(uint64_t at, const std::string& problem) const {
 
 const uint8_t* GgufParser::take(size_t n, const char* what) {
     if (n > size_ - pos_)
-        bad(pos_, strfmt("truncated: %s needs %zu bytes, only %zu left (file size %zu)", what, n,
-                         size_ - pos_, size_));
+        bad(pos_, strfmt("truncated: %s needs %zu bytes, only %zu left (file size %zu)", what, n, size_ - pos_, size_));
     const uint8_t* r = p_ + pos_;
     pos_ += n;
     return r;
@@ -109,8 +114,8 @@ std::string GgufParser::read_string(uint64_t max_len, const char* what) {
     if (len > max_len)
         bad(at, strfmt("%s length %" PRIu64 " exceeds the limit of %" PRIu64 " bytes", what, len, max_len));
     if (len > size_ - pos_)
-        bad(at, strfmt("%s length %" PRIu64 " extends past end of file (%zu bytes left, file size %zu)", what,
-                       len, size_ - pos_, size_));
+        bad(at, strfmt("%s length %" PRIu64 " extends past end of file (%zu bytes left, file size %zu)", what, len,
+                       size_ - pos_, size_));
     const uint8_t* s = take((size_t)len, what);
     return std::string((const char*)s, (size_t)len);
 }
@@ -201,11 +206,13 @@ void GgufParser::read_header(uint64_t* n_tensors, uint64_t* n_kv) {
     field_ = "tensor_count";
     if (*n_tensors > left / kMinTensorInfoBytes)
         bad(8, strfmt("%" PRIu64 " tensor infos cannot fit in the %zu bytes left "
-                      "(truncated file or corrupt count)", *n_tensors, left));
+                      "(truncated file or corrupt count)",
+                      *n_tensors, left));
     field_ = "metadata_kv_count";
     if (*n_kv > left / kMinKvBytes)
         bad(16, strfmt("%" PRIu64 " metadata entries cannot fit in the %zu bytes left "
-                       "(truncated file or corrupt count)", *n_kv, left));
+                       "(truncated file or corrupt count)",
+                       *n_kv, left));
 }
 
 void GgufParser::check_alignment(const GgufValue& v, size_t at) {
@@ -238,14 +245,13 @@ void GgufParser::check_tensor_shape(GgufTensor& t, const size_t* ne_at, size_t t
     GgmlTypeInfo info = ggml_type_info(t.type);
     int64_t n = 1;
     for (int d = 0; d < t.n_dims; d++) {
-        if (t.ne[d] <= 0)
-            bad(ne_at[d], strfmt("ne[%d] = %" PRId64 ", expected a positive size", d, t.ne[d]));
+        if (t.ne[d] <= 0) bad(ne_at[d], strfmt("ne[%d] = %" PRId64 ", expected a positive size", d, t.ne[d]));
         if (__builtin_mul_overflow(n, t.ne[d], &n))
             bad(ne_at[d], strfmt("shape overflows: ne[%d] = %" PRId64 " makes more than 2^63 elements", d, t.ne[d]));
     }
     if (t.ne[0] % info.block_size != 0)
-        bad(ne_at[0], strfmt("ne[0] = %" PRId64 " is not a multiple of the block size %" PRId64 " of type %s",
-                             t.ne[0], info.block_size, info.name));
+        bad(ne_at[0], strfmt("ne[0] = %" PRId64 " is not a multiple of the block size %" PRId64 " of type %s", t.ne[0],
+                             info.block_size, info.name));
     uint64_t bytes = 0;
     uint64_t blocks = (uint64_t)(n / info.block_size);
     if (__builtin_mul_overflow(blocks, (uint64_t)info.type_size, &bytes))
@@ -288,8 +294,7 @@ void GgufParser::read_tensor_info(uint64_t i, std::vector<size_t>& name_at) {
     size_t off_at = pos_;
     t.offset = read<uint64_t>("offset");
     if (t.offset % f_.alignment_ != 0)
-        bad(off_at, strfmt("offset %" PRIu64 " is not a multiple of the alignment %" PRIu64, t.offset,
-                           f_.alignment_));
+        bad(off_at, strfmt("offset %" PRIu64 " is not a multiple of the alignment %" PRIu64, t.offset, f_.alignment_));
     f_.tensors_.push_back(std::move(t));
 }
 
@@ -301,8 +306,7 @@ void GgufParser::bind_tensor_data(GgufTensor& t) {
         __builtin_add_overflow(start, (uint64_t)t.nbytes, &end))
         bad(f_.data_offset_, strfmt("offset %" PRIu64 " + %zu bytes overflows", t.offset, t.nbytes));
     if (end > size_)
-        bad(start, strfmt("range [%" PRIu64 ", %" PRIu64 ") extends past end of file (size %zu)", start, end,
-                          size_));
+        bad(start, strfmt("range [%" PRIu64 ", %" PRIu64 ") extends past end of file (size %zu)", start, end, size_));
     t.data = p_ + start;
 }
 
@@ -330,7 +334,8 @@ void GgufParser::check_no_overlap() {
     std::vector<const GgufTensor*> by_start;
     for (const GgufTensor& t : f_.tensors_)
         if (t.nbytes > 0) by_start.push_back(&t);
-    std::sort(by_start.begin(), by_start.end(), [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
+    std::sort(by_start.begin(), by_start.end(),
+              [](const GgufTensor* a, const GgufTensor* b) { return a->offset < b->offset; });
     for (size_t i = 1; i < by_start.size(); i++) {
         const GgufTensor& a = *by_start[i - 1];
         const GgufTensor& b = *by_start[i];

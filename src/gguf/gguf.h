@@ -12,8 +12,19 @@
 namespace bee {
 
 enum class GgufValueType : uint32_t {
-    UINT8 = 0, INT8 = 1, UINT16 = 2, INT16 = 3, UINT32 = 4, INT32 = 5, FLOAT32 = 6,
-    BOOL = 7, STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
+    UINT8 = 0,
+    INT8 = 1,
+    UINT16 = 2,
+    INT16 = 3,
+    UINT32 = 4,
+    INT32 = 5,
+    FLOAT32 = 6,
+    BOOL = 7,
+    STRING = 8,
+    ARRAY = 9,
+    UINT64 = 10,
+    INT64 = 11,
+    FLOAT64 = 12,
 };
 const char* gguf_value_type_name(GgufValueType t);
 
@@ -21,10 +32,10 @@ const char* gguf_value_type_name(GgufValueType t);
 // floats in f64, bool in u64); arrays hold their element type and elements (arrays may nest).
 struct GgufValue {
     GgufValueType type = GgufValueType::UINT8;
-    uint64_t u64 = 0;   // UINT8/16/32/64, BOOL
-    int64_t i64 = 0;    // INT8/16/32/64 (also set for unsigned values that fit)
-    double f64 = 0;     // FLOAT32/64
-    std::string str;    // STRING
+    uint64_t u64 = 0;                               // UINT8/16/32/64, BOOL
+    int64_t i64 = 0;                                // INT8/16/32/64 (also set for unsigned values that fit)
+    double f64 = 0;                                 // FLOAT32/64
+    std::string str;                                // STRING
     GgufValueType arr_type = GgufValueType::UINT8;  // ARRAY: element type
     std::vector<GgufValue> arr;                     // ARRAY: elements
 
@@ -48,9 +59,9 @@ struct GgufTensor {
     std::string name;
     GgmlType type = GgmlType::F32;
     int n_dims = 0;
-    int64_t ne[4] = {1, 1, 1, 1};  // ne[0] is the contiguous (row) dimension, as in ggml
-    uint64_t offset = 0;           // relative to the data section
-    const uint8_t* data = nullptr; // into the mapping
+    int64_t ne[4] = {1, 1, 1, 1};   // ne[0] is the contiguous (row) dimension, as in ggml
+    uint64_t offset = 0;            // relative to the data section
+    const uint8_t* data = nullptr;  // into the mapping
     size_t nbytes = 0;
 
     int64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
@@ -85,7 +96,7 @@ public:
     std::string get_str(const std::string& key, const std::string& def) const;
     int64_t get_int(const std::string& key) const;
     int64_t get_int(const std::string& key, int64_t def) const;
-    double get_float(const std::string& key) const;          // accepts integers too
+    double get_float(const std::string& key) const;  // accepts integers too
     double get_float(const std::string& key, double def) const;
     bool get_bool(const std::string& key, bool def) const;
     std::vector<std::string> get_str_array(const std::string& key) const;

@@ -11,8 +11,9 @@ namespace bee {
 
 namespace {
 
-constexpr const char* kSyntax = "expected KEY=TYPE:VALUE with TYPE int, float, bool or str, e.g. "
-                                "llama.context_length=int:8192";
+constexpr const char* kSyntax =
+    "expected KEY=TYPE:VALUE with TYPE int, float, bool or str, e.g. "
+    "llama.context_length=int:8192";
 
 // The kind of value an override may replace: integers (any width), floats, bools, strings.
 enum class Kind { integer, real, boolean, string, other };
@@ -39,7 +40,8 @@ GgufOverride parse_gguf_override(const std::string& spec) {
     errno = 0;
     if (type == "int") {
         const long long x = strtoll(text.c_str(), &end, 10);
-        if (text.empty() || *end || errno) fail("--override-kv '%s': '%s' is not an integer", spec.c_str(), text.c_str());
+        if (text.empty() || *end || errno)
+            fail("--override-kv '%s': '%s' is not an integer", spec.c_str(), text.c_str());
         o.value = GgufValue::make_int(GgufValueType::INT64, x);
     } else if (type == "float") {
         const double x = strtod(text.c_str(), &end);

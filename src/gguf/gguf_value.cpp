@@ -33,9 +33,14 @@ std::string gguf_value_type_desc(const GgufValue& v) {
 
 bool GgufValue::is_integer() const {
     switch (type) {
-        case GgufValueType::UINT8: case GgufValueType::INT8: case GgufValueType::UINT16:
-        case GgufValueType::INT16: case GgufValueType::UINT32: case GgufValueType::INT32:
-        case GgufValueType::UINT64: case GgufValueType::INT64: return true;
+        case GgufValueType::UINT8:
+        case GgufValueType::INT8:
+        case GgufValueType::UINT16:
+        case GgufValueType::INT16:
+        case GgufValueType::UINT32:
+        case GgufValueType::INT32:
+        case GgufValueType::UINT64:
+        case GgufValueType::INT64: return true;
         default: return false;
     }
 }
@@ -163,15 +168,11 @@ std::string GgufFile::get_str(const std::string& key, const std::string& def) co
 
 int64_t GgufFile::get_int(const std::string& key) const { return as_int(*this, key, need_key(*this, key)); }
 
-int64_t GgufFile::get_int(const std::string& key, int64_t def) const {
-    return has(key) ? get_int(key) : def;
-}
+int64_t GgufFile::get_int(const std::string& key, int64_t def) const { return has(key) ? get_int(key) : def; }
 
 double GgufFile::get_float(const std::string& key) const { return as_float(*this, key, need_key(*this, key)); }
 
-double GgufFile::get_float(const std::string& key, double def) const {
-    return has(key) ? get_float(key) : def;
-}
+double GgufFile::get_float(const std::string& key, double def) const { return has(key) ? get_float(key) : def; }
 
 bool GgufFile::get_bool(const std::string& key, bool def) const {
     const GgufValue* v = find(key);

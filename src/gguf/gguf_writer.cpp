@@ -23,7 +23,10 @@ void put_bytes(std::vector<uint8_t>& out, const void* p, size_t n) {
     out.insert(out.end(), b, b + n);
 }
 
-template <class T> void put(std::vector<uint8_t>& out, T v) { put_bytes(out, &v, sizeof(T)); }
+template <class T>
+void put(std::vector<uint8_t>& out, T v) {
+    put_bytes(out, &v, sizeof(T));
+}
 
 void put_string(std::vector<uint8_t>& out, const std::string& s) {
     put<uint64_t>(out, s.size());
@@ -57,8 +60,8 @@ void put_array(std::vector<uint8_t>& out, const std::string& key, const GgufValu
     put<uint64_t>(out, v.arr.size());
     for (const GgufValue& e : v.arr) {
         if (e.type != v.arr_type)
-            fail("gguf writer: key '%s': array of %s holds a %s element", key.c_str(),
-                 gguf_value_type_name(v.arr_type), gguf_value_type_name(e.type));
+            fail("gguf writer: key '%s': array of %s holds a %s element", key.c_str(), gguf_value_type_name(v.arr_type),
+                 gguf_value_type_name(e.type));
         put_value(out, key, e, depth);
     }
 }
@@ -66,13 +69,31 @@ void put_array(std::vector<uint8_t>& out, const std::string& key, const GgufValu
 // The value's payload (no type tag; arrays carry their element type and count).
 void put_value(std::vector<uint8_t>& out, const std::string& key, const GgufValue& v, int depth) {
     switch (v.type) {
-        case GgufValueType::UINT8: check_unsigned(key, v, UINT8_MAX); put<uint8_t>(out, (uint8_t)v.u64); break;
-        case GgufValueType::UINT16: check_unsigned(key, v, UINT16_MAX); put<uint16_t>(out, (uint16_t)v.u64); break;
-        case GgufValueType::UINT32: check_unsigned(key, v, UINT32_MAX); put<uint32_t>(out, (uint32_t)v.u64); break;
+        case GgufValueType::UINT8:
+            check_unsigned(key, v, UINT8_MAX);
+            put<uint8_t>(out, (uint8_t)v.u64);
+            break;
+        case GgufValueType::UINT16:
+            check_unsigned(key, v, UINT16_MAX);
+            put<uint16_t>(out, (uint16_t)v.u64);
+            break;
+        case GgufValueType::UINT32:
+            check_unsigned(key, v, UINT32_MAX);
+            put<uint32_t>(out, (uint32_t)v.u64);
+            break;
         case GgufValueType::UINT64: put<uint64_t>(out, v.u64); break;
-        case GgufValueType::INT8: check_signed(key, v, INT8_MIN, INT8_MAX); put<int8_t>(out, (int8_t)v.i64); break;
-        case GgufValueType::INT16: check_signed(key, v, INT16_MIN, INT16_MAX); put<int16_t>(out, (int16_t)v.i64); break;
-        case GgufValueType::INT32: check_signed(key, v, INT32_MIN, INT32_MAX); put<int32_t>(out, (int32_t)v.i64); break;
+        case GgufValueType::INT8:
+            check_signed(key, v, INT8_MIN, INT8_MAX);
+            put<int8_t>(out, (int8_t)v.i64);
+            break;
+        case GgufValueType::INT16:
+            check_signed(key, v, INT16_MIN, INT16_MAX);
+            put<int16_t>(out, (int16_t)v.i64);
+            break;
+        case GgufValueType::INT32:
+            check_signed(key, v, INT32_MIN, INT32_MAX);
+            put<int32_t>(out, (int32_t)v.i64);
+            break;
         case GgufValueType::INT64: put<int64_t>(out, v.i64); break;
         case GgufValueType::FLOAT32: put<float>(out, (float)v.f64); break;
         case GgufValueType::FLOAT64: put<double>(out, v.f64); break;
@@ -131,8 +152,8 @@ void GgufWriter::set_i32_array(const std::string& key, const std::vector<int32_t
     set(key, GgufValue::make_array(GgufValueType::INT32, std::move(elems)));
 }
 
-void GgufWriter::add_tensor(const std::string& name, GgmlType type, const std::vector<int64_t>& ne,
-                            const void* data, size_t nbytes) {
+void GgufWriter::add_tensor(const std::string& name, GgmlType type, const std::vector<int64_t>& ne, const void* data,
+                            size_t nbytes) {
     const char* n = name.c_str();
     if (name.empty() || name.size() > kMaxTensorNameLen)
         fail("gguf writer: tensor '%s': name length %zu, expected 1 to %zu bytes", n, name.size(), kMaxTensorNameLen);

@@ -26,8 +26,8 @@ public:
 
     // Adds a tensor; `data` holds ggml_row_size(type, ne[0]) * ne[1]*ne[2]*ne[3] bytes (copied).
     // Throws Error at once on a duplicate name, a bad shape or type, or a wrong byte count.
-    void add_tensor(const std::string& name, GgmlType type, const std::vector<int64_t>& ne,
-                    const void* data, size_t nbytes);
+    void add_tensor(const std::string& name, GgmlType type, const std::vector<int64_t>& ne, const void* data,
+                    size_t nbytes);
 
     // The whole file image. Throws Error on inconsistent input (values out of range for their type,
     // array elements of the wrong type, a bad alignment or a general.alignment key that disagrees).

@@ -14,8 +14,8 @@ Buffer::Buffer(Device& dev, size_t bytes, Memory where) : dev_(dev), size_((byte
     VkBufferCreateInfo bci{};
     bci.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
     bci.size = size_;
-    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    bci.usage =
+        VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
     bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
     vk_check(vkCreateBuffer(dev.handle(), &bci, nullptr, &buffer_), "vkCreateBuffer");
 
@@ -48,8 +48,9 @@ Buffer::Buffer(Device& dev, size_t bytes, Memory where) : dev_(dev), size_((byte
     if (r != VK_SUCCESS) {
         vkDestroyBuffer(dev.handle(), buffer_, nullptr);
         if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
-            fail("gpu: out of %s memory allocating %.1f MiB on %s", r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "device" : "host",
-                 (double)size_ / (1 << 20), dev.info().name.c_str());
+            fail("gpu: out of %s memory allocating %.1f MiB on %s",
+                 r == VK_ERROR_OUT_OF_DEVICE_MEMORY ? "device" : "host", (double)size_ / (1 << 20),
+                 dev.info().name.c_str());
         vk_check(r, "vkAllocateMemory");
     }
     vk_check(vkBindBufferMemory(dev.handle(), buffer_, memory_, 0), "vkBindBufferMemory");

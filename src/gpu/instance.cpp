@@ -66,8 +66,9 @@ Instance::Instance() {
     ci.pApplicationInfo = &app;
     const VkResult r = vkCreateInstance(&ci, nullptr, &instance_);
     if (r == VK_ERROR_INCOMPATIBLE_DRIVER)
-        fail("gpu: no Vulkan driver found (install the GPU vendor's Vulkan driver, or mesa-vulkan-drivers for "
-             "the CPU; VK_DRIVER_FILES can point at an ICD json)");
+        fail(
+            "gpu: no Vulkan driver found (install the GPU vendor's Vulkan driver, or mesa-vulkan-drivers for "
+            "the CPU; VK_DRIVER_FILES can point at an ICD json)");
     vk_check(r, "vkCreateInstance");
 
     uint32_t n = 0;

@@ -10,15 +10,15 @@ namespace bee::gpu {
 
 // One physical device as `bee --list-devices` prints it.
 struct DeviceInfo {
-    int index = 0;            // position in vkEnumeratePhysicalDevices order
-    std::string name;         // "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
-    std::string type;         // "discrete", "integrated", "virtual", "cpu", "other"
-    uint64_t memory = 0;      // bytes in device-local heaps
-    std::string driver;       // driver name and version info, e.g. "NVIDIA 580.65.06", "llvmpipe Mesa 22.3.6"
-    uint32_t api_version = 0; // VK_MAKE_API_VERSION of the device
+    int index = 0;             // position in vkEnumeratePhysicalDevices order
+    std::string name;          // "NVIDIA H200", "llvmpipe (LLVM 15.0.6, 256 bits)"
+    std::string type;          // "discrete", "integrated", "virtual", "cpu", "other"
+    uint64_t memory = 0;       // bytes in device-local heaps
+    std::string driver;        // driver name and version info, e.g. "NVIDIA 580.65.06", "llvmpipe Mesa 22.3.6"
+    uint32_t api_version = 0;  // VK_MAKE_API_VERSION of the device
     uint32_t subgroup_size = 0;
     bool subgroup_arithmetic = false;  // compute shaders may use subgroupAdd (Vulkan 1.1 device and instance)
-    bool timestamps = false;  // compute queues can write timestamps
+    bool timestamps = false;           // compute queues can write timestamps
 };
 
 class Instance {

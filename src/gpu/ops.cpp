@@ -70,12 +70,13 @@ void Ops::matmul(CommandList& cl, GgmlType wtype, BufferRange w, int64_t n_out, 
     const char* shader = matmul_shader(wtype);
     if (!shader) fail("gpu: matmul: no shader for weight type %s", ggml_type_name(wtype));
     const GgmlTypeInfo ti = ggml_type_info(wtype);
-    if (n_out <= 0 || n_in <= 0 || n_tok <= 0) fail("gpu: matmul: empty shape %lld x %lld, %lld rows",
-                                                    (long long)n_out, (long long)n_in, (long long)n_tok);
-    if (n_in % ti.block_size) fail("gpu: matmul: n_in %lld is not a multiple of %s's block of %lld",
-                                   (long long)n_in, ti.name, (long long)ti.block_size);
-    if (x_stride % 32 || x_stride < n_in) fail("gpu: matmul: x_stride %lld must be a multiple of 32 >= n_in %lld",
-                                               (long long)x_stride, (long long)n_in);
+    if (n_out <= 0 || n_in <= 0 || n_tok <= 0)
+        fail("gpu: matmul: empty shape %lld x %lld, %lld rows", (long long)n_out, (long long)n_in, (long long)n_tok);
+    if (n_in % ti.block_size)
+        fail("gpu: matmul: n_in %lld is not a multiple of %s's block of %lld", (long long)n_in, ti.name,
+             (long long)ti.block_size);
+    if (x_stride % 32 || x_stride < n_in)
+        fail("gpu: matmul: x_stride %lld must be a multiple of 32 >= n_in %lld", (long long)x_stride, (long long)n_in);
     if (y_stride < n_out) fail("gpu: matmul: y_stride %lld < n_out %lld", (long long)y_stride, (long long)n_out);
     const size_t w_bytes = (size_t)n_out * (size_t)n_in / (size_t)ti.block_size * ti.type_size;
     if (w_bytes + 4 > 0xFFFFFFFFull || (uint64_t)n_tok * (uint64_t)x_stride > 0xFFFFFFFFull ||
@@ -100,8 +101,9 @@ void Ops::matmul(CommandList& cl, GgmlType wtype, BufferRange w, int64_t n_out, 
 
 void Ops::rms_norm(CommandList& cl, BufferRange x, BufferRange w, BufferRange y, int64_t n, int64_t n_rows,
                    int64_t stride, float eps) {
-    if (n <= 0 || n_rows <= 0 || stride < n) fail("gpu: rms_norm: bad shape n %lld, %lld rows, stride %lld",
-                                                  (long long)n, (long long)n_rows, (long long)stride);
+    if (n <= 0 || n_rows <= 0 || stride < n)
+        fail("gpu: rms_norm: bad shape n %lld, %lld rows, stride %lld", (long long)n, (long long)n_rows,
+             (long long)stride);
     const size_t bytes = ((size_t)(n_rows - 1) * (size_t)stride + (size_t)n) * 4;
     need_bytes(x, bytes, "rms_norm", "x");
     need_bytes(y, bytes, "rms_norm", "y");
@@ -161,8 +163,9 @@ void Ops::act_mul(CommandList& cl, Activation act, BufferRange gate, BufferRange
 }
 
 void Ops::softmax(CommandList& cl, BufferRange x, int64_t n, int64_t n_rows, int64_t stride, float cap) {
-    if (n <= 0 || n_rows <= 0 || stride < n) fail("gpu: softmax: bad shape n %lld, %lld rows, stride %lld",
-                                                  (long long)n, (long long)n_rows, (long long)stride);
+    if (n <= 0 || n_rows <= 0 || stride < n)
+        fail("gpu: softmax: bad shape n %lld, %lld rows, stride %lld", (long long)n, (long long)n_rows,
+             (long long)stride);
     if (n_rows > 65535) fail("gpu: softmax: %lld rows is too many for one dispatch", (long long)n_rows);
     need_bytes(x, ((size_t)(n_rows - 1) * (size_t)stride + (size_t)n) * 4, "softmax", "x");
     struct {
@@ -237,8 +240,10 @@ void Ops::kv_write(CommandList& cl, BufferRange x, int64_t x_stride, int n_rows,
 void Ops::attention(CommandList& cl, const AttentionOp& a) {
     if (a.n_rows <= 0 || a.n_head <= 0 || a.n_head_kv <= 0 || a.n_head % a.n_head_kv || a.head_dim <= 0 ||
         a.head_dim % 2 || a.head_dim > 256 || a.n_cells <= 0 || a.out_stride < (int64_t)a.n_head * a.head_dim)
-        fail("gpu: attention: bad shape %d rows, %d heads (%d kv) of %d, %d cells, out stride %lld (head_dim even "
-             "and <= 256)", a.n_rows, a.n_head, a.n_head_kv, a.head_dim, a.n_cells, (long long)a.out_stride);
+        fail(
+            "gpu: attention: bad shape %d rows, %d heads (%d kv) of %d, %d cells, out stride %lld (head_dim even "
+            "and <= 256)",
+            a.n_rows, a.n_head, a.n_head_kv, a.head_dim, a.n_cells, (long long)a.out_stride);
     const size_t hd = (size_t)a.head_dim;
     need_bytes(a.q, (size_t)a.n_rows * (size_t)a.n_head * hd * 4, "attention", "q");
     need_bytes(a.k, (size_t)a.n_cells * (size_t)a.n_head_kv * hd * 2, "attention", "k");
@@ -250,7 +255,8 @@ void Ops::attention(CommandList& cl, const AttentionOp& a) {
         uint32_t n_head, n_head_kv, head_dim, o_stride;
         float scale, cap;
         uint32_t groups_x;
-    } push{(uint32_t)a.n_head, (uint32_t)a.n_head_kv, (uint32_t)a.head_dim, (uint32_t)a.out_stride, a.scale, a.softcap, 0};
+    } push{
+        (uint32_t)a.n_head, (uint32_t)a.n_head_kv, (uint32_t)a.head_dim, (uint32_t)a.out_stride, a.scale, a.softcap, 0};
     uint32_t gx, gy;
     grid_2d((uint64_t)a.n_rows * (uint64_t)a.n_head, &gx, &gy);
     push.groups_x = gx;

@@ -18,10 +18,10 @@ class Pipeline;
 enum class Activation { silu = 0, gelu_tanh = 1 };
 
 struct RopeArgs {
-    int n_rot = 0;              // rotated dims per head (<= head_dim, even)
+    int n_rot = 0;  // rotated dims per head (<= head_dim, even)
     float freq_base = 10000.0f;
-    float freq_scale = 1.0f;    // linear scaling: position multiplied by this
-    bool neox = false;          // false: pairs (2i, 2i+1); true: pairs (i, i + n_rot/2)
+    float freq_scale = 1.0f;              // linear scaling: position multiplied by this
+    bool neox = false;                    // false: pairs (2i, 2i+1); true: pairs (i, i + n_rot/2)
     const float* freq_factors = nullptr;  // host memory: n_rot/2 divisors of theta (rope_freqs), or none
 };
 

@@ -59,7 +59,8 @@ struct Scratch {
     const uint8_t* vptr[kTile];
     void fit(const AttnJob& j) {
         const size_t nh = (size_t)j.heads_per_task * j.kv_per_task;
-        q.resize(nh * j.dk), acc.resize(nh * j.dv), kbuf.resize((size_t)kTile * j.dk), vbuf.resize((size_t)kTile * j.dv);
+        q.resize(nh * j.dk), acc.resize(nh * j.dv), kbuf.resize((size_t)kTile * j.dk),
+            vbuf.resize((size_t)kTile * j.dv);
         s.resize(nh * kTile), m.resize(nh), l.resize(nh), corr.resize(nh);
     }
 };
@@ -108,7 +109,8 @@ void finish_head(const AttnJob& j, float* acc, float l, float* out) {
     const int d = j.a->head_dim;
     int e = 0;
     for (; e + 4 <= d; e += 4)  // four statements the compiler turns into one vector multiply
-        out[e] = acc[e] * inv, out[e + 1] = acc[e + 1] * inv, out[e + 2] = acc[e + 2] * inv, out[e + 3] = acc[e + 3] * inv;
+        out[e] = acc[e] * inv, out[e + 1] = acc[e + 1] * inv, out[e + 2] = acc[e + 2] * inv,
+        out[e + 3] = acc[e + 3] * inv;
     for (; e < d; e++) out[e] = acc[e] * inv;
 }
 
@@ -142,19 +144,22 @@ void attend_heads(const AttnJob& j, int r, int part, int kvh0, int n_kv, int h0,
             float* q = w.q.data() + (size_t)g * nh * dk;
             float* s = w.s.data() + (size_t)g * nh * kTile;
             float* acc = w.acc.data() + (size_t)g * nh * dv;
-            const KvScoreFn score = tile_heads(j.kops, j.kops.score, j.math.score, k_dec, a.k, a.k_cell_bytes,
-                                               j.k_head_bytes, a.n_head_kv, cells + t0, nt, kvh, dk, w.kbuf.data(), w.kptr);
+            const KvScoreFn score =
+                tile_heads(j.kops, j.kops.score, j.math.score, k_dec, a.k, a.k_cell_bytes, j.k_head_bytes, a.n_head_kv,
+                           cells + t0, nt, kvh, dk, w.kbuf.data(), w.kptr);
             score(q, nh, dk, w.kptr, nt, s);
             float scale = a.scale;
             if (a.softcap > 0) {  // the cap first, then the step takes the capped scores as they are
                 for (int i = 0; i < nh; i++)
-                    for (int c = 0; c < nt; c++) s[i * kTile + c] = a.softcap * tanhf(a.scale * s[i * kTile + c] * inv_cap);
+                    for (int c = 0; c < nt; c++)
+                        s[i * kTile + c] = a.softcap * tanhf(a.scale * s[i * kTile + c] * inv_cap);
                 scale = 1.0f;
             }
             float* corr = w.corr.data() + g * nh;  // the accumulators' rescale
             j.math.softmax(s, nh, nt, scale, w.m.data() + g * nh, w.l.data() + g * nh, corr);
-            const KvAccumFn accum = tile_heads(j.vops, j.vops.accum, j.math.accum, v_dec, a.v, a.v_cell_bytes,
-                                               j.v_head_bytes, a.n_head_kv, cells + t0, nt, kvh, dv, w.vbuf.data(), w.vptr);
+            const KvAccumFn accum =
+                tile_heads(j.vops, j.vops.accum, j.math.accum, v_dec, a.v, a.v_cell_bytes, j.v_head_bytes, a.n_head_kv,
+                           cells + t0, nt, kvh, dv, w.vbuf.data(), w.vptr);
             accum(acc, nh, dv, corr, s, w.vptr, nt);
         }
     for (int i = 0; i < n_kv * nh; i++) {
@@ -206,7 +211,7 @@ void merge_head(const AttnJob& j, int r, int h, float* acc) {
 bool pre_decoded(const KvOps& ops, GgmlType t) { return ops.decode && (!ops.score || is_turbo_type(t)); }
 
 struct DecodedCells {
-    std::vector<float> k, v;  // (max cell + 1, n_head_kv, dk / dv)
+    std::vector<float> k, v;    // (max cell + 1, n_head_kv, dk / dv)
     std::vector<uint8_t> uses;  // per cell: rows that see it, saturating at 2; then 3: to decode
     std::vector<uint8_t> row_dec;
     std::vector<int32_t> cells;
@@ -326,7 +331,8 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
     for (int r = 0; r < a.n_rows; r++) part_base[r + 1] = part_base[r] + row_parts((int)a.visible[r]->size());
     const int n_units = part_base[a.n_rows];
     j.heads_per_task = j.group;
-    while (j.heads_per_task > 1 && n_units * a.n_head_kv * ((j.group + j.heads_per_task - 1) / j.heads_per_task) < pool.size())
+    while (j.heads_per_task > 1 &&
+           n_units * a.n_head_kv * ((j.group + j.heads_per_task - 1) / j.heads_per_task) < pool.size())
         j.heads_per_task = (j.heads_per_task + 1) / 2;
     const int tasks_per_kvh = (j.group + j.heads_per_task - 1) / j.heads_per_task;
     // note: with many (row, partition) units (the server's step: 8 rows on 2 threads) a task takes every
@@ -336,7 +342,8 @@ void attention(ThreadPool& pool, const AttentionArgs& a) {
     // only from 4 units per thread on. The arithmetic per head is the same either way.
     if (j.heads_per_task == j.group && n_units >= 4 * pool.size()) j.kv_per_task = a.n_head_kv;
     static thread_local DecodedCells decoded;
-    if (a.n_rows > 1 && (pre_decoded(j.kops, a.k_type) || pre_decoded(j.vops, a.v_type))) decode_cells(pool, j, decoded);
+    if (a.n_rows > 1 && (pre_decoded(j.kops, a.k_type) || pre_decoded(j.vops, a.v_type)))
+        decode_cells(pool, j, decoded);
     static thread_local std::vector<float> pm, pl, pacc;
     const bool split = n_units > a.n_rows;
     if (split) {

@@ -1,8 +1,8 @@
 // kernels/dispatch: picks the vec_dot, the activation quantizer and the blocked matmul kernel for a weight
 // type on the active ISA.
 #include "base/cpu.h"
-#include "kernels/kernels.h"
 #include "kernels/gemm.h"
+#include "kernels/kernels.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512.h"
 

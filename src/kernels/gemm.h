@@ -15,8 +15,8 @@ namespace bee {
 
 // y[c * ldy + r] = dot(weight row r, activation row c) for r < nr <= max_rows, c < nc <= max_cols.
 // w: weight rows w_stride bytes apart; a: prepared activation rows a_stride bytes apart.
-using GemmTileFn = void (*)(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride,
-                            int nr, int nc, float* y, size_t ldy);
+using GemmTileFn = void (*)(int64_t n, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, int nr,
+                            int nc, float* y, size_t ldy);
 
 struct GemmKernel {
     GgmlType act_type;                        // activations are first quantized to this type (reference bytes)

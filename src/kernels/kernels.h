@@ -26,8 +26,8 @@ QuantizeRowFn quantize_activation_for(GgmlType vec_dot_type);
 // element of a blocked tile (kernels/gemm.h) reduced exactly as when the tile holds only that element.
 // `layout`: how W is stored (kernels/repack.h). A repacked W gives the same bits as its GGUF copy; on an
 // ISA without a tile for that layout (BEE_CPU / tests), each row is unpacked back and takes vec_dot.
-void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in,
-            const float* x, int64_t n_tok, float* y, WeightLayout layout = WeightLayout::gguf);
+void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
+            float* y, WeightLayout layout = WeightLayout::gguf);
 
 // matmul() of act(gate) ⊙ up (a gated FFN's down projection): each row's product is formed in place in
 // `gate` by the task that quantizes that row, so the activation needs no parallel region of its own. Same
@@ -44,7 +44,7 @@ struct MatmulOut {
     const void* w;  // (n_out, n_in) in `layout`
     int64_t n_out;
     WeightLayout layout;
-    float* y;       // (n_tok, n_out)
+    float* y;  // (n_tok, n_out)
 };
 void matmul_shared_input(ThreadPool& pool, const MatmulOut* outs, int n_outs, int64_t n_in, const float* x,
                          int64_t n_tok);
@@ -58,9 +58,9 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 enum class RopeMode { normal = 0, neox = 2 };  // normal: pairs (2i, 2i+1); neox: pairs (i, i + n_rot/2)
 
 struct RopeParams {
-    int n_rot = 0;                 // rotated dims per head (<= head_dim)
+    int n_rot = 0;  // rotated dims per head (<= head_dim)
     float freq_base = 10000.0f;
-    float freq_scale = 1.0f;       // linear scaling: position multiplied by this
+    float freq_scale = 1.0f;  // linear scaling: position multiplied by this
     RopeMode mode = RopeMode::normal;
     const float* freq_factors = nullptr;  // optional rope_freqs, n_rot/2 divisors of theta (rope() caches
                                           // tables by this pointer: the values must not change)
@@ -68,16 +68,16 @@ struct RopeParams {
 // Rotates x (n_head, head_dim) in place for position pos.
 void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p);
 
-void silu(float* x, int64_t n);                           // x = x * sigmoid(x)
-void gelu_tanh(float* x, int64_t n);                      // tanh approximation of GELU
-void mul(float* x, const float* y, int64_t n);            // x *= y
+void silu(float* x, int64_t n);                 // x = x * sigmoid(x)
+void gelu_tanh(float* x, int64_t n);            // tanh approximation of GELU
+void mul(float* x, const float* y, int64_t n);  // x *= y
 // Gated FFN activations in one pass: x = act(x) * y, the same bits as act(x) then mul(x, y).
 void silu_mul(float* x, const float* y, int64_t n);
 void gelu_tanh_mul(float* x, const float* y, int64_t n);
-void add(float* x, const float* y, int64_t n);            // x += y
-void scale(float* x, float s, int64_t n);                 // x *= s
-void softmax(float* x, int64_t n);                        // in place, max-subtracted
-void softcap(float* x, float cap, int64_t n);             // x = cap * tanh(x / cap)
+void add(float* x, const float* y, int64_t n);  // x += y
+void scale(float* x, float s, int64_t n);       // x *= s
+void softmax(float* x, int64_t n);              // in place, max-subtracted
+void softcap(float* x, float cap, int64_t n);   // x = cap * tanh(x / cap)
 
 // Attention of a batch of query rows over KV cells of one layer.
 // The caller (model/ with kv/) gives, per query row, the cells it may see, in a fixed order
@@ -85,15 +85,15 @@ void softcap(float* x, float cap, int64_t n);             // x = cap * tanh(x / 
 // Tasks are (row, head) pairs; each runs an online softmax over fixed tiles of its visible list.
 // GQA: head h reads kv head h / (n_head / n_head_kv). An empty list gives zeros.
 struct AttentionArgs {
-    int n_rows = 0;                 // query rows
+    int n_rows = 0;  // query rows
     int n_head = 0, n_head_kv = 0, head_dim = 0;
-    const float* q = nullptr;       // (n_rows, n_head, head_dim)
-    float* out = nullptr;           // (n_rows, n_head, head_dim)
-    float scale = 1.0f;             // applied to q·k
-    float softcap = 0.0f;           // 0 = none; else scores = softcap * tanh(scores / softcap)
+    const float* q = nullptr;  // (n_rows, n_head, head_dim)
+    float* out = nullptr;      // (n_rows, n_head, head_dim)
+    float scale = 1.0f;        // applied to q·k
+    float softcap = 0.0f;      // 0 = none; else scores = softcap * tanh(scores / softcap)
     GgmlType k_type = GgmlType::F32, v_type = GgmlType::F32;  // F32 or F16 for now
-    const uint8_t* k = nullptr;     // cell c, kv head h at k + c*k_cell_bytes + h*head_dim*elem
-    const uint8_t* v = nullptr;     // same layout as k
+    const uint8_t* k = nullptr;  // cell c, kv head h at k + c*k_cell_bytes + h*head_dim*elem
+    const uint8_t* v = nullptr;  // same layout as k
     size_t k_cell_bytes = 0, v_cell_bytes = 0;
     // Legacy block K / V stored Hadamard-rotated in groups of this size (kv/kv_cache.h kv_rot_group;
     // 0: not rotated): q is rotated before scoring and the V sum un-rotated, as for TurboQuant types.

@@ -97,8 +97,8 @@ struct UnpackTurbo {
         }
         uint16_t w;
         memcpy(&w, qs + 2 * c, 2);
-        __m256i idx = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), _mm256_slli_epi32(lane, 1)),
-                                       _mm256_set1_epi32(3));
+        __m256i idx =
+            _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(w), _mm256_slli_epi32(lane, 1)), _mm256_set1_epi32(3));
         if (kBits == 3) {
             const int sb = qs[kGroup / 4 + c];
             const __m256i hi = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(sb), lane), _mm256_set1_epi32(1));
@@ -179,7 +179,8 @@ struct LoadBF16 {
 struct LoadQ8_0 {  // d · q; heads are whole 32-value blocks
     __m256 load(const uint8_t* h, int e, int) const {
         const uint8_t* blk = h + (size_t)(e / 32) * 34;
-        return _mm256_mul_ps(_mm256_set1_ps(half_at(blk)), bytes_to_ps(_mm_loadl_epi64((const __m128i*)(blk + 2 + e % 32))));
+        return _mm256_mul_ps(_mm256_set1_ps(half_at(blk)),
+                             bytes_to_ps(_mm_loadl_epi64((const __m128i*)(blk + 2 + e % 32))));
     }
 };
 
@@ -214,7 +215,8 @@ inline __m256 reduce8(const __m256* v) {
         w[k] = _mm256_add_ps(_mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x20),
                              _mm256_permute2f128_ps(v[2 * k], v[2 * k + 1], 0x31));
     for (int k = 0; k < 2; k++)  // half h: cells 4k+h, 4k+2+h, 2 lanes each
-        x[k] = _mm256_add_ps(_mm256_shuffle_ps(w[2 * k], w[2 * k + 1], 0x44), _mm256_shuffle_ps(w[2 * k], w[2 * k + 1], 0xEE));
+        x[k] = _mm256_add_ps(_mm256_shuffle_ps(w[2 * k], w[2 * k + 1], 0x44),
+                             _mm256_shuffle_ps(w[2 * k], w[2 * k + 1], 0xEE));
     // lane 4h + j holds cell 2j + h
     const __m256 z = _mm256_add_ps(_mm256_shuffle_ps(x[0], x[1], 0x88), _mm256_shuffle_ps(x[0], x[1], 0xDD));
     return _mm256_permutevar8x32_ps(z, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
@@ -237,7 +239,7 @@ void score_heads(const L& ld, const float* q, int dk_rt, const uint8_t* const* h
                 for (int i = 0; i < NH; i++) part[i][c] = acc[i];
                 continue;
             }
-            #pragma GCC unroll 32
+#pragma GCC unroll 32
             for (int e = 0; e < dk; e += 8) {
                 const int rem = dk - e;
                 const __m256 k = ld.load(heads[c0 + c], e, rem);
@@ -271,33 +273,33 @@ void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int
 // (rem: valid values from e0); each V chunk is loaded once per cell for all heads.
 // kFull: whole vectors, plain loads and stores (vmaskmovps stores are slow and forward to no load).
 template <class L, int NH, int NV, bool kFull>
-void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* corr, const float* p, const uint8_t* const* heads,
-                 int nt) {
+void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* corr, const float* p,
+                 const uint8_t* const* heads, int nt) {
     // note: the unroll pragmas keep a[][] in registers (without them GCC kept them in memory)
     const int rem = dv - e0;
     const __m256i m = tail_mask(rem < 8 ? rem : 8);
     __m256 a[NH][NV];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             float* ai = acc + (size_t)i * dv + e0 + 8 * v;
             a[i][v] = _mm256_mul_ps(kFull ? _mm256_loadu_ps(ai) : _mm256_maskload_ps(ai, m), _mm256_set1_ps(corr[i]));
         }
     for (int c = 0; c < nt; c++) {
         __m256 x[NV];
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int v = 0; v < NV; v++) x[v] = ld.load(heads[c], e0 + 8 * v, rem - 8 * v);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int i = 0; i < NH; i++) {
             const __m256 w = _mm256_set1_ps(p[i * kAttnTile + c]);
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int v = 0; v < NV; v++) a[i][v] = _mm256_fmadd_ps(w, x[v], a[i][v]);
         }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             float* ai = acc + (size_t)i * dv + e0 + 8 * v;
             if (kFull) _mm256_storeu_ps(ai, a[i][v]);
@@ -306,7 +308,8 @@ void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* corr, con
 }
 
 template <class L, int NH>
-void accum_heads(const L& ld, float* acc, int dv, const float* corr, const float* p, const uint8_t* const* heads, int nt) {
+void accum_heads(const L& ld, float* acc, int dv, const float* corr, const float* p, const uint8_t* const* heads,
+                 int nt) {
     int e0 = 0;
     for (; e0 + 16 <= dv; e0 += 16) accum_chunk<L, NH, 2, true>(ld, acc, dv, e0, corr, p, heads, nt);
     for (; e0 + 8 <= dv; e0 += 8) accum_chunk<L, NH, 1, true>(ld, acc, dv, e0, corr, p, heads, nt);
@@ -323,11 +326,17 @@ void accum_tile(float* acc, int nh, int dv, const float* corr, const float* p, c
 }
 
 template <class U>
-KvOps blocks() { return {decode_blocks<U>, 0, true}; }
+KvOps blocks() {
+    return {decode_blocks<U>, 0, true};
+}
 template <class L>
-KvOps fused(int rot_group) { return {decode_with<L>, rot_group, true, score_tile<L>, accum_tile<L>}; }
+KvOps fused(int rot_group) {
+    return {decode_with<L>, rot_group, true, score_tile<L>, accum_tile<L>};
+}
 template <GgmlType T, int kBits, int kGroup>
-KvOps turbo() { return fused<LoadTurbo<T, kBits, kGroup>>(kGroup); }
+KvOps turbo() {
+    return fused<LoadTurbo<T, kBits, kGroup>>(kGroup);
+}
 
 }  // namespace
 

@@ -38,7 +38,9 @@ inline float half_at(const uint8_t* p) {  // F16C: one instruction instead of th
 struct LoadF32 {
     static constexpr int kBlock = 16;
     __m512 scale(const uint8_t*, int) const { return _mm512_setzero_ps(); }
-    __m512 load(const uint8_t* h, int e, __mmask16 m, __m512) const { return _mm512_maskz_loadu_ps(m, (const float*)h + e); }
+    __m512 load(const uint8_t* h, int e, __mmask16 m, __m512) const {
+        return _mm512_maskz_loadu_ps(m, (const float*)h + e);
+    }
 };
 
 struct LoadF16 {
@@ -139,7 +141,8 @@ inline __m512 reduce16(const __m512* v) {
         x[k] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0x88),
                              _mm512_shuffle_f32x4(w[2 * k], w[2 * k + 1], 0xDD));
     for (int k = 0; k < 2; k++)  // quarter q: cells 8k+q, 8k+4+q, 2 lanes each
-        y[k] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * k], x[2 * k + 1], 0x44), _mm512_shuffle_ps(x[2 * k], x[2 * k + 1], 0xEE));
+        y[k] = _mm512_add_ps(_mm512_shuffle_ps(x[2 * k], x[2 * k + 1], 0x44),
+                             _mm512_shuffle_ps(x[2 * k], x[2 * k + 1], 0xEE));
     // lane 4q + j holds cell 4j + q
     const __m512 z = _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
     const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
@@ -164,7 +167,7 @@ void score_heads(const L& ld, const float* q, int dk_rt, const uint8_t* const* h
                 for (int i = 0; i < NH; i++) part[i][c] = acc[i];
                 continue;
             }
-            #pragma GCC unroll 16
+#pragma GCC unroll 16
             for (int e0 = 0; e0 < dk; e0 += L::kBlock) {
                 const __m512 sc = ld.scale(heads[c0 + c], e0);
                 for (int e = e0; e < e0 + L::kBlock && e < dk; e += 16) {
@@ -194,39 +197,40 @@ void score_tile(const float* q, int nh, int dk, const uint8_t* const* heads, int
 // each V chunk is loaded once per cell for all heads. kFull: whole vectors, plain loads and stores
 // (a masked store forwards to no later load: the driver and the next tile read these accumulators).
 template <class L, int NH, int NV, bool kFull>
-void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* corr, const float* p, const uint8_t* const* heads,
-                 int nt) {
+void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* corr, const float* p,
+                 const uint8_t* const* heads, int nt) {
     // note: the unroll pragmas keep a[][] in registers (without them GCC kept the accumulators in memory)
     __mmask16 m[NV];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int v = 0; v < NV; v++) m[v] = kFull ? (__mmask16)0xFFFF : tail16(dv - e0 - 16 * v);
     __m512 a[NH][NV];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             const float* ai = acc + (size_t)i * dv + e0 + 16 * v;
-            a[i][v] = _mm512_mul_ps(kFull ? _mm512_loadu_ps(ai) : _mm512_maskz_loadu_ps(m[v], ai), _mm512_set1_ps(corr[i]));
+            a[i][v] =
+                _mm512_mul_ps(kFull ? _mm512_loadu_ps(ai) : _mm512_maskz_loadu_ps(m[v], ai), _mm512_set1_ps(corr[i]));
         }
     for (int c = 0; c < nt; c++) {
         __m512 x[NV];
         // one scale for the chunk when a block covers it (TurboQuant), else one per vector
         __m512 sc = ld.scale(heads[c], e0);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             if (L::kBlock < 16 * NV && v > 0) sc = ld.scale(heads[c], e0 + 16 * v);
             x[v] = ld.load(heads[c], e0 + 16 * v, m[v], sc);
         }
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int i = 0; i < NH; i++) {
             const __m512 w = _mm512_set1_ps(p[i * kAttnTile + c]);
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int v = 0; v < NV; v++) a[i][v] = _mm512_fmadd_ps(w, x[v], a[i][v]);
         }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int i = 0; i < NH; i++)
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int v = 0; v < NV; v++) {
             float* ai = acc + (size_t)i * dv + e0 + 16 * v;
             if (kFull) _mm512_storeu_ps(ai, a[i][v]);
@@ -235,7 +239,8 @@ void accum_chunk(const L& ld, float* acc, int dv, int e0, const float* corr, con
 }
 
 template <class L, int NH>
-void accum_heads(const L& ld, float* acc, int dv, const float* corr, const float* p, const uint8_t* const* heads, int nt) {
+void accum_heads(const L& ld, float* acc, int dv, const float* corr, const float* p, const uint8_t* const* heads,
+                 int nt) {
     int e0 = 0;
     for (; e0 + 64 <= dv; e0 += 64) accum_chunk<L, NH, 4, true>(ld, acc, dv, e0, corr, p, heads, nt);
     for (; e0 + 16 <= dv; e0 += 16) accum_chunk<L, NH, 1, true>(ld, acc, dv, e0, corr, p, heads, nt);
@@ -263,7 +268,7 @@ inline __m512 exp16_nonpos(__m512 x) {
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);  // ln2 high part (exact n·hi)
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-06f), r);    // ln2 low part
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.42860682030941723e-06f), r);   // ln2 low part
     __m512 p = _mm512_set1_ps(1.0f / 5040);
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
@@ -307,9 +312,13 @@ void softmax_heads(float* s, int nh, int nt, float scale, float* m, float* l, fl
 }
 
 template <class L>
-KvOps fused(int rot_group) { return {decode_with<L>, rot_group, true, score_tile<L>, accum_tile<L>}; }
+KvOps fused(int rot_group) {
+    return {decode_with<L>, rot_group, true, score_tile<L>, accum_tile<L>};
+}
 template <GgmlType T, int kBits, int kGroup>
-KvOps turbo() { return fused<LoadTurbo<T, kBits, kGroup>>(kGroup); }
+KvOps turbo() {
+    return fused<LoadTurbo<T, kBits, kGroup>>(kGroup);
+}
 
 }  // namespace
 

@@ -52,31 +52,34 @@ void decode_turbo(const uint8_t* head, float* out, int n) {
     for (int b = 0; b < n / f.group; b++) turbo_decode_group_rotated(f, head + b * bytes, out + b * f.group);
 }
 
-#define BEE_KV_DEQUANT(T) \
-    case GgmlType::T: return {decode_dequant<GgmlType::T>, 0, true}
-#define BEE_KV_TURBO(T) \
-    case GgmlType::T: return {decode_turbo<GgmlType::T>, turbo_format(GgmlType::T)->group, true}
+#define BEE_KV_DEQUANT(T)                                           \
+    case GgmlType::T: return { decode_dequant<GgmlType::T>, 0, true \
+        }
+#define BEE_KV_TURBO(T)                                                                          \
+    case GgmlType::T: return { decode_turbo<GgmlType::T>, turbo_format(GgmlType::T)->group, true \
+        }
 
 }  // namespace
 
 KvOps ops(GgmlType t) {
     switch (t) {
-        case GgmlType::F32: return {nullptr, 0, true};  // read in place
-        BEE_KV_DEQUANT(F16);
-        BEE_KV_DEQUANT(BF16);
-        BEE_KV_DEQUANT(Q8_0);
-        BEE_KV_DEQUANT(Q4_0);
-        BEE_KV_DEQUANT(Q4_1);
-        BEE_KV_DEQUANT(Q5_0);
-        BEE_KV_DEQUANT(Q5_1);
-        BEE_KV_TURBO(TURBO2);
-        BEE_KV_TURBO(TURBO3);
-        BEE_KV_TURBO(TURBO4);
-        BEE_KV_TURBO(TURBO2_64);
-        BEE_KV_TURBO(TURBO3_64);
-        BEE_KV_TURBO(TURBO4_64);
-        BEE_KV_TURBO(TURBO2_TCQ);
-        BEE_KV_TURBO(TURBO3_TCQ);
+        case GgmlType::F32:
+            return {nullptr, 0, true};  // read in place
+            BEE_KV_DEQUANT(F16);
+            BEE_KV_DEQUANT(BF16);
+            BEE_KV_DEQUANT(Q8_0);
+            BEE_KV_DEQUANT(Q4_0);
+            BEE_KV_DEQUANT(Q4_1);
+            BEE_KV_DEQUANT(Q5_0);
+            BEE_KV_DEQUANT(Q5_1);
+            BEE_KV_TURBO(TURBO2);
+            BEE_KV_TURBO(TURBO3);
+            BEE_KV_TURBO(TURBO4);
+            BEE_KV_TURBO(TURBO2_64);
+            BEE_KV_TURBO(TURBO3_64);
+            BEE_KV_TURBO(TURBO4_64);
+            BEE_KV_TURBO(TURBO2_TCQ);
+            BEE_KV_TURBO(TURBO3_TCQ);
         default: return {};
     }
 }

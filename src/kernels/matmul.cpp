@@ -57,10 +57,10 @@ struct MatmulJob {
     const uint8_t* a;  // (n_tok, a_row_bytes) activations in vec_dot_type
     size_t a_row_bytes;
     int64_t n_out, n_in, n_tok;
-    float* y;          // (n_tok, n_out)
-    const float* x;    // (n_tok, n_in) float activations
+    float* y;        // (n_tok, n_out)
+    const float* x;  // (n_tok, n_in) float activations
     QuantizeRowFn quantize;
-    uint8_t* a_buf;    // (n_tok, a_row_bytes) scratch that `a` points to when x is converted
+    uint8_t* a_buf;  // (n_tok, a_row_bytes) scratch that `a` points to when x is converted
 };
 
 // Rows [o0, o1) for every token. note: rows outer, tokens inner, so weights are read from memory once.
@@ -95,8 +95,8 @@ struct Gated {
 
 // Blocked driver, first half: activations quantized and prepared row by row into the calling thread's
 // scratch (n_tok rows of gk.prepared_row_bytes(n_in)); with `gated`, x is gated->gate, formed row by row.
-const uint8_t* prepare_activations(ThreadPool& pool, const GemmKernel& gk, int64_t n_in, const float* x,
-                                   int64_t n_tok, const Gated* gated = nullptr) {
+const uint8_t* prepare_activations(ThreadPool& pool, const GemmKernel& gk, int64_t n_in, const float* x, int64_t n_tok,
+                                   const Gated* gated = nullptr) {
     const QuantizeRowFn quantize = quantize_activation_for(gk.act_type);
     if (!quantize) die("matmul: no activation quantizer", gk.act_type);
     const size_t q_row = ggml_row_size(gk.act_type, n_in), a_row = gk.prepared_row_bytes(n_in);
@@ -126,8 +126,8 @@ struct TilePlan {
     int n_tasks;
 };
 
-TilePlan plan_tiles(int n_threads, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out,
-                    int64_t n_in, const uint8_t* a, int64_t n_tok, float* y) {
+TilePlan plan_tiles(int n_threads, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out, int64_t n_in,
+                    const uint8_t* a, int64_t n_tok, float* y) {
     if (kRowsPerTask % gk.max_rows != 0) die("matmul: a task must hold whole tiles (and rows16 groups)", wtype);
     TilePlan p{&gk, wtype, w, n_out, n_in, a, n_tok, y, ggml_row_size(wtype, n_in), gk.prepared_row_bytes(n_in), 0, 0};
     int64_t rows = (n_out + n_threads * kTasksPerThread - 1) / (n_threads * kTasksPerThread);
@@ -155,8 +155,8 @@ void run_tile_task(const TilePlan& p, int task) {
     }
 }
 
-void run_tiles(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out,
-               int64_t n_in, const uint8_t* a, int64_t n_tok, float* y) {
+void run_tiles(ThreadPool& pool, const GemmKernel& gk, GgmlType wtype, const uint8_t* w, int64_t n_out, int64_t n_in,
+               const uint8_t* a, int64_t n_tok, float* y) {
     const TilePlan p = plan_tiles(pool.size(), gk, wtype, w, n_out, n_in, a, n_tok, y);
     pool.run(p.n_tasks, [&p](int task, int) { run_tile_task(p, task); });
 }
@@ -220,8 +220,8 @@ void matmul_impl(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out,
 
 }  // namespace
 
-void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x,
-            int64_t n_tok, float* y, WeightLayout layout) {
+void matmul(ThreadPool& pool, GgmlType wtype, const void* w, int64_t n_out, int64_t n_in, const float* x, int64_t n_tok,
+            float* y, WeightLayout layout) {
     matmul_impl(pool, wtype, w, n_out, n_in, x, n_tok, y, layout, nullptr);
 }
 

@@ -24,7 +24,8 @@ inline void map8(float* x, int64_t n, F f) {
 template <typename F>
 inline void map8_mul(float* x, const float* y, int64_t n, F f) {
     int64_t i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(f(_mm256_loadu_ps(x + i)), _mm256_loadu_ps(y + i)));
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(f(_mm256_loadu_ps(x + i)), _mm256_loadu_ps(y + i)));
     if (i < n) {
         const __m256i m = tail_mask(n - i);
         _mm256_maskstore_ps(x + i, m, _mm256_mul_ps(f(_mm256_maskload_ps(x + i, m)), _mm256_maskload_ps(y + i, m)));

@@ -25,16 +25,14 @@ size_t block_words(GgmlType t) { return (ggml_type_info(t).type_size + 3) / 4; }
 
 // Word i of row l's block b of group g sits at quants_at(g, b) + 64 i + 4 l; to_rows16 copies a GGUF block
 // `blk` there, or back.
-void move_block_words(GgmlType t, const Rows16Geometry& g, uint8_t* base, int64_t group, int64_t b, int l,
-                      uint8_t* blk, bool to_rows16) {
+void move_block_words(GgmlType t, const Rows16Geometry& g, uint8_t* base, int64_t group, int64_t b, int l, uint8_t* blk,
+                      bool to_rows16) {
     const size_t size = ggml_type_info(t).type_size;
     uint8_t* q = base + g.quants_at(group, b) + 4 * l;
     for (size_t i = 0; 4 * i < size; i++) {
         const size_t len = size - 4 * i < 4 ? size - 4 * i : 4;
-        if (to_rows16)
-            memcpy(q + 64 * i, blk + 4 * i, len);
-        else
-            memcpy(blk + 4 * i, q + 64 * i, len);
+        if (to_rows16) memcpy(q + 64 * i, blk + 4 * i, len);
+        else memcpy(blk + 4 * i, q + 64 * i, len);
     }
 }
 

@@ -18,7 +18,7 @@ inline __m256 exp8(__m256 x) {
     const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145751953125f), xc);  // ln2 high part (exact n·hi)
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-06f), r);      // ln2 low part
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860682030941723e-06f), r);    // ln2 low part
     __m256 p = _mm256_set1_ps(1.0f / 5040);
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));

@@ -13,10 +13,10 @@ namespace bee {
 namespace {
 
 const GgmlType kKvTypes[] = {
-    GgmlType::F32,    GgmlType::F16,       GgmlType::BF16,       GgmlType::Q8_0,      GgmlType::Q4_0,
-    GgmlType::Q4_1,   GgmlType::Q5_0,      GgmlType::Q5_1,       GgmlType::TURBO2,    GgmlType::TURBO3,
-    GgmlType::TURBO4, GgmlType::TURBO2_64, GgmlType::TURBO3_64,  GgmlType::TURBO4_64, GgmlType::TURBO2_TCQ,
-    GgmlType::TURBO3_TCQ,
+    GgmlType::F32,       GgmlType::F16,       GgmlType::BF16,       GgmlType::Q8_0,
+    GgmlType::Q4_0,      GgmlType::Q4_1,      GgmlType::Q5_0,       GgmlType::Q5_1,
+    GgmlType::TURBO2,    GgmlType::TURBO3,    GgmlType::TURBO4,     GgmlType::TURBO2_64,
+    GgmlType::TURBO3_64, GgmlType::TURBO4_64, GgmlType::TURBO2_TCQ, GgmlType::TURBO3_TCQ,
 };
 
 }  // namespace
@@ -46,27 +46,26 @@ GgmlType kv_type_from_name(const std::string& name, const char* flag) {
 GgmlType kv_protect_k_type(GgmlType type_k, int n_head, int n_head_kv, int64_t n_embd, std::string* why) {
     if (!is_turbo_type(type_k) || n_head_kv <= 0) return type_k;
     const int gqa = n_head / n_head_kv;
-    if (gqa >= 6)
-        *why = strfmt("grouped-query ratio %d >= 6", gqa);
-    else if (n_embd <= 2048)
-        *why = strfmt("small model (n_embd %lld <= 2048)", (long long)n_embd);
-    else
-        return type_k;
+    if (gqa >= 6) *why = strfmt("grouped-query ratio %d >= 6", gqa);
+    else if (n_embd <= 2048) *why = strfmt("small model (n_embd %lld <= 2048)", (long long)n_embd);
+    else return type_k;
     return GgmlType::Q8_0;
 }
 
 int kv_rot_group(GgmlType t, int head_dim, bool rotate) {
     switch (t) {
-        case GgmlType::Q8_0: case GgmlType::Q4_0: case GgmlType::Q4_1: case GgmlType::Q5_0: case GgmlType::Q5_1:
+        case GgmlType::Q8_0:
+        case GgmlType::Q4_0:
+        case GgmlType::Q4_1:
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1:
             if (!rotate || head_dim % 64 != 0) return 0;
             return head_dim % 128 == 0 ? 128 : 64;
         default: return 0;
     }
 }
 
-static bool in_range(int32_t pos, int32_t p0, int32_t p1) {
-    return pos >= (p0 < 0 ? 0 : p0) && (p1 < 0 || pos < p1);
-}
+static bool in_range(int32_t pos, int32_t p0, int32_t p1) { return pos >= (p0 < 0 ? 0 : p0) && (p1 < 0 || pos < p1); }
 
 KvCache::KvCache(const KvCacheParams& p) : p_(p) {
     if (!kv_type_supported(p.type_k))

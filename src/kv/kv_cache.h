@@ -12,17 +12,17 @@ namespace bee {
 constexpr int kMaxSequences = 64;  // sequence ids are 0..63 (one bit each in a cell's seq mask)
 
 struct KvCell {
-    int32_t pos = -1;      // -1: free
-    uint64_t seq_mask = 0; // bit s set: the cell belongs to sequence s
+    int32_t pos = -1;       // -1: free
+    uint64_t seq_mask = 0;  // bit s set: the cell belongs to sequence s
     bool used() const { return seq_mask != 0; }
     bool has_seq(int s) const { return (seq_mask >> s) & 1; }
 };
 
 struct KvCacheParams {
     int n_layer = 0;
-    int n_cells = 0;      // total cells (context size summed over sequences)
-    int64_t n_embd_k = 0; // per layer and cell: n_head_kv * head_dim_k
-    int64_t n_embd_v = 0; // per layer and cell: n_head_kv * head_dim_v
+    int n_cells = 0;       // total cells (context size summed over sequences)
+    int64_t n_embd_k = 0;  // per layer and cell: n_head_kv * head_dim_k
+    int64_t n_embd_v = 0;  // per layer and cell: n_head_kv * head_dim_v
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
     // V type per layer (n_layer entries), or empty: type_v on every layer. Some layers' V is kept at a
@@ -104,7 +104,9 @@ public:
         const VLayer& l = v_[il];
         encode(l.type, head_dim_v_, l.rot, l.alpha, src, v_row(il, c));
     }
-    void read_k(int il, int c, float* dst) const { decode(p_.type_k, head_dim_k_, rot_k_, k_[il].data() + (size_t)c * k_row_bytes_, dst); }
+    void read_k(int il, int c, float* dst) const {
+        decode(p_.type_k, head_dim_k_, rot_k_, k_[il].data() + (size_t)c * k_row_bytes_, dst);
+    }
     void read_v(int il, int c, float* dst) const {
         const VLayer& l = v_[il];
         decode(l.type, head_dim_v_, l.rot, l.data.data() + (size_t)c * l.row_bytes, dst);
@@ -120,9 +122,9 @@ public:
     void free_cells(const int32_t* cells, int n);
 
     // Sequence ops (llama.cpp semantics; seq < 0 means every sequence, p1 < 0 means infinity):
-    void seq_rm(int seq, int32_t p0, int32_t p1);                 // drop positions [p0, p1)
-    void seq_cp(int src, int dst, int32_t p0, int32_t p1);        // dst also owns src's cells in range
-    void seq_keep(int seq);                                       // drop every other sequence
+    void seq_rm(int seq, int32_t p0, int32_t p1);           // drop positions [p0, p1)
+    void seq_cp(int src, int dst, int32_t p0, int32_t p1);  // dst also owns src's cells in range
+    void seq_keep(int seq);                                 // drop every other sequence
     // Adds delta to positions in [p0, p1) of seq. Cells shared with other sequences are refused
     // (Error). The K rows of shifted cells must be re-rotated by the model: see take_shifts().
     void seq_shift(int seq, int32_t p0, int32_t p1, int32_t delta);

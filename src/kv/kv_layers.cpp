@@ -37,8 +37,10 @@ std::vector<GgmlType> kv_v_layer_types(GgmlType type_v, int n_layer, int boundar
     const int n = std::min(boundary == kKvBoundaryAuto ? kAutoBoundary : boundary, (n_layer + 1) / 2);
     for (int il = 0; il < n; il++) t[il] = t[n_layer - 1 - il] = GgmlType::Q8_0;
     *why = boundary == kKvBoundaryAuto
-               ? strfmt("the first and last %d layers (--kv-boundary-layers auto: %d for every turbo V type on models of "
-                        "%d layers or more; 0 turns it off)", n, kAutoBoundary, kAutoMinLayers)
+               ? strfmt(
+                     "the first and last %d layers (--kv-boundary-layers auto: %d for every turbo V type on models of "
+                     "%d layers or more; 0 turns it off)",
+                     n, kAutoBoundary, kAutoMinLayers)
                : strfmt("the first and last %d layers (--kv-boundary-layers %d)", n, boundary);
     return t;
 }

@@ -26,7 +26,8 @@ SeqState seq_state_export(const KvCache& kv, int seq, int32_t p1) {
     st.rot_k = kv.k_rot_group();
     st.rot_v = kv.v_rot_group();
     if (!kv.v_promoted_layers().empty())
-        for (int il = 0; il < p.n_layer; il++) st.v_layers.push_back({kv.v_type(il), kv.v_row_bytes(il), kv.v_rot_group(il)});
+        for (int il = 0; il < p.n_layer; il++)
+            st.v_layers.push_back({kv.v_type(il), kv.v_row_bytes(il), kv.v_rot_group(il)});
     std::vector<std::pair<int32_t, int32_t>> cells;  // (pos, cell) ascending
     kv.seq_cells_sorted(seq, cells);
     if (p1 >= 0)
@@ -52,22 +53,25 @@ void seq_state_check(const KvCache& kv, const SeqState& st, const char* what) {
     const KvCacheParams& p = kv.params();
     if (st.n_layer != p.n_layer || st.type_k != p.type_k || st.type_v != p.type_v ||
         st.k_row_bytes != kv.k_row_bytes() || st.v_row_bytes != kv.v_row_bytes())
-        fail("%s: the state has %d layers, KV types %s/%s (K/V), rows of %zu/%zu bytes; this cache has %d layers, "
-             "%s/%s, %zu/%zu bytes (use the same model and -ctk/-ctv/--kv-auto-asymmetric as when it was saved)",
-             what, st.n_layer, ggml_type_name(st.type_k), ggml_type_name(st.type_v), st.k_row_bytes, st.v_row_bytes,
-             p.n_layer, ggml_type_name(p.type_k), ggml_type_name(p.type_v), kv.k_row_bytes(), kv.v_row_bytes());
+        fail(
+            "%s: the state has %d layers, KV types %s/%s (K/V), rows of %zu/%zu bytes; this cache has %d layers, "
+            "%s/%s, %zu/%zu bytes (use the same model and -ctk/-ctv/--kv-auto-asymmetric as when it was saved)",
+            what, st.n_layer, ggml_type_name(st.type_k), ggml_type_name(st.type_v), st.k_row_bytes, st.v_row_bytes,
+            p.n_layer, ggml_type_name(p.type_k), ggml_type_name(p.type_v), kv.k_row_bytes(), kv.v_row_bytes());
     if (st.rot_k != kv.k_rot_group() || st.rot_v != kv.v_rot_group())
-        fail("%s: the state's K/V rows are Hadamard-rotated in groups of %d/%d (0: not rotated), this cache's in "
-             "groups of %d/%d (use the same --kv-rotate as when it was saved)",
-             what, st.rot_k, st.rot_v, kv.k_rot_group(), kv.v_rot_group());
+        fail(
+            "%s: the state's K/V rows are Hadamard-rotated in groups of %d/%d (0: not rotated), this cache's in "
+            "groups of %d/%d (use the same --kv-rotate as when it was saved)",
+            what, st.rot_k, st.rot_v, kv.k_rot_group(), kv.v_rot_group());
     for (int il = 0; il < p.n_layer; il++) {
         const SeqState::VLayer l = st.v_layer(il);
         if (l.type != kv.v_type(il) || l.row_bytes != kv.v_row_bytes(il) || l.rot != kv.v_rot_group(il))
-            fail("%s: layer %d of the state has V type %s (rows of %zu bytes, rotation group %d), this cache's layer %d "
-                 "has %s (%zu bytes, %d): the per-layer V types differ (use the same -ctv and --kv-boundary-layers as "
-                 "when it was saved)",
-                 what, il, ggml_type_name(l.type) ? ggml_type_name(l.type) : "(unknown)", l.row_bytes, l.rot, il,
-                 ggml_type_name(kv.v_type(il)), kv.v_row_bytes(il), kv.v_rot_group(il));
+            fail(
+                "%s: layer %d of the state has V type %s (rows of %zu bytes, rotation group %d), this cache's layer %d "
+                "has %s (%zu bytes, %d): the per-layer V types differ (use the same -ctv and --kv-boundary-layers as "
+                "when it was saved)",
+                what, il, ggml_type_name(l.type) ? ggml_type_name(l.type) : "(unknown)", l.row_bytes, l.rot, il,
+                ggml_type_name(kv.v_type(il)), kv.v_row_bytes(il), kv.v_rot_group(il));
     }
 }
 
@@ -156,7 +160,8 @@ size_t seq_file_write(const std::string& path, const SeqFile& f) {
     // O_NOFOLLOW: a symlink planted in the slot folder is refused, never written through.
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
-        fail("cannot create slot file '%s': %s", path.c_str(), errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        fail("cannot create slot file '%s': %s", path.c_str(),
+             errno == ELOOP ? "it is a symbolic link" : strerror(errno));
     size_t done = 0;
     while (done < out.size()) {
         const ssize_t n = ::write(fd, out.data() + done, out.size() - done);
@@ -176,7 +181,8 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     // O_NOFOLLOW and a regular file only: no symlink out of the slot folder, no FIFO or device to hang on.
     const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
-        fail("cannot open slot file '%s': %s", path.c_str(), errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        fail("cannot open slot file '%s': %s", path.c_str(),
+             errno == ELOOP ? "it is a symbolic link" : strerror(errno));
     struct stat sb {};
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
@@ -249,9 +255,11 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     if (sizes_ok && n_cells > 0) sizes_ok = cell <= left / n_cells;
     if (sizes_ok) need += (uint64_t)n_cells * cell;
     if (!sizes_ok || need != left)
-        fail("slot file '%s': the header describes %u tokens and %u cells of %d layers (%zu+%zu bytes per row%s) but "
-             "%zu bytes follow", path.c_str(), n_tokens, n_cells, st.n_layer, st.k_row_bytes, st.v_row_bytes,
-             st.v_layers.empty() ? "" : ", V per layer", (size_t)left);
+        fail(
+            "slot file '%s': the header describes %u tokens and %u cells of %d layers (%zu+%zu bytes per row%s) but "
+            "%zu bytes follow",
+            path.c_str(), n_tokens, n_cells, st.n_layer, st.k_row_bytes, st.v_row_bytes,
+            st.v_layers.empty() ? "" : ", V per layer", (size_t)left);
     f.tokens.resize(n_tokens);
     r.take(f.tokens.data(), n_tokens * sizeof(int32_t), "tokens");
     st.pos.resize(n_cells);

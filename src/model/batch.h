@@ -24,8 +24,13 @@ struct Batch {
 
     int size() const { return (int)token.size(); }
     void clear() {
-        token.clear(); pos.clear(); seq.clear(); logits.clear(); parent.clear();
-        capture_layers.clear(); capture.clear();
+        token.clear();
+        pos.clear();
+        seq.clear();
+        logits.clear();
+        parent.clear();
+        capture_layers.clear();
+        capture.clear();
     }
     void add(int32_t tok, int32_t p, int32_t s, bool want_logits) {
         token.push_back(tok);
@@ -37,8 +42,8 @@ struct Batch {
 
 struct DecodeOutput {
     int32_t n_vocab = 0;
-    std::vector<int32_t> rows;   // batch row of each output, in batch order
-    std::vector<float> logits;   // (rows.size(), n_vocab)
+    std::vector<int32_t> rows;  // batch row of each output, in batch order
+    std::vector<float> logits;  // (rows.size(), n_vocab)
     // Captured hidden states (Batch::capture_layers), in batch order of the captured rows.
     int32_t n_embd = 0;
     std::vector<int32_t> hidden_layers;  // = Batch::capture_layers

@@ -16,8 +16,9 @@ void check_tensor_data(const GgufFile& f) {
     std::vector<float> row;
     for (const GgufTensor& t : f.tensors()) {
         const QuantTraits* q = quant_traits(t.type);
-        if (!q) fail("%s: --check-tensors: tensor '%s' has type %s, which Bee cannot read", f.path().c_str(),
-                     t.name.c_str(), ggml_type_name(t.type));
+        if (!q)
+            fail("%s: --check-tensors: tensor '%s' has type %s, which Bee cannot read", f.path().c_str(),
+                 t.name.c_str(), ggml_type_name(t.type));
         const int64_t n_cols = t.ne[0], n_rows = t.n_elements() / t.ne[0];
         const size_t row_bytes = ggml_row_size(t.type, n_cols);
         row.resize((size_t)n_cols);

@@ -45,7 +45,8 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
         std::string layers;
         for (int il : kv_->v_promoted_layers())
             layers += strfmt("%s%d (%s)", layers.empty() ? "" : ", ", il, ggml_type_name(kv_->v_type(il)));
-        BEE_LOG_INFO("KV cache: V of layers %s instead of %s: %s", layers.c_str(), ggml_type_name(kp.type_v), why.c_str());
+        BEE_LOG_INFO("KV cache: V of layers %s instead of %s: %s", layers.c_str(), ggml_type_name(kp.type_v),
+                     why.c_str());
     }
     BEE_LOG_INFO("KV cache: K %s, V %s: %zu bytes per token, %.1f MiB for %d cells", ggml_type_name(kp.type_k),
                  ggml_type_name(kp.type_v), kv_->bytes_per_token(), kv_->total_bytes() / 1048576.0, kp.n_cells);
@@ -85,15 +86,16 @@ void Engine::check_kv_types(const HParams& hp) {
             fail("KV cache: %s type %s is not supported (use one of %s with -ctk/-ctv)", name,
                  ggml_type_name(t) ? ggml_type_name(t) : "(unknown)", kv_type_names());
     if (hp.head_dim_v != hp.head_dim && (is_turbo_type(params_.type_k) || is_turbo_type(params_.type_v)))
-        fail("TurboQuant KV types need equal K and V head sizes (model has %d and %d); use q8_0 or f16",
-             hp.head_dim, hp.head_dim_v);
+        fail("TurboQuant KV types need equal K and V head sizes (model has %d and %d); use q8_0 or f16", hp.head_dim,
+             hp.head_dim_v);
     std::string why;
     const GgmlType k = kv_protect_k_type(params_.type_k, hp.n_head, hp.n_head_kv, hp.n_embd, &why);
     if (k != params_.type_k) {
         if (params_.kv_auto_asymmetric) {
-            BEE_LOG_WARN("KV cache: K kept at %s instead of %s: %s (turbo K breaks such models; "
-                         "--kv-auto-asymmetric off forces it)", ggml_type_name(k), ggml_type_name(params_.type_k),
-                         why.c_str());
+            BEE_LOG_WARN(
+                "KV cache: K kept at %s instead of %s: %s (turbo K breaks such models; "
+                "--kv-auto-asymmetric off forces it)",
+                ggml_type_name(k), ggml_type_name(params_.type_k), why.c_str());
             params_.type_k = k;
         } else {
             BEE_LOG_WARN("KV cache: %s K on a fragile model (%s), as asked (--kv-auto-asymmetric off)",
@@ -125,8 +127,10 @@ void Engine::validate(const Batch& b) const {
         if (last[s] == -2) last[s] = kv_->seq_pos_max(s);
         if (b.parent.empty()) {
             if (b.pos[r] <= last[s])
-                fail("decode: batch row %d: position %d of sequence %d is not after its previous position %d "
-                     "(remove cached positions first)", r, b.pos[r], s, last[s]);
+                fail(
+                    "decode: batch row %d: position %d of sequence %d is not after its previous position %d "
+                    "(remove cached positions first)",
+                    r, b.pos[r], s, last[s]);
             last[s] = b.pos[r];
         } else {
             const int p = b.parent[r];
@@ -146,8 +150,8 @@ void Engine::validate(const Batch& b) const {
         fail("decode: tree batch of %d rows is larger than n_ubatch %d", n, params_.n_ubatch);
     const int n_free = kv_->n_cells() - kv_->n_used();
     if (n > n_free)
-        fail("decode: KV cache is full: the batch needs %d cells, %d of %d are free (raise -c / --ctx-size)", n,
-             n_free, kv_->n_cells());
+        fail("decode: KV cache is full: the batch needs %d cells, %d of %d are free (raise -c / --ctx-size)", n, n_free,
+             kv_->n_cells());
 }
 
 void Engine::apply_shifts() {
@@ -213,8 +217,8 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
     get_rows(w.tok_embd.type, w.tok_embd.data, hp.n_embd, &b.token[r0], n, x);
     if (hp.embd_scale != 1.0f) scale(x, hp.embd_scale, (int64_t)n * hp.n_embd);
     build_visible(b, r0, n, cells);
-    ForwardCtx c{hp, w, *pool_, *kv_, n, &b.pos[r0], cells + r0, vis_full_ptr_.data(), vis_swa_ptr_.data(), x,
-                 scratch_};
+    ForwardCtx c{hp, w,       *pool_, *kv_, n, &b.pos[r0], cells + r0, vis_full_ptr_.data(), vis_swa_ptr_.data(),
+                 x,  scratch_};
     const bool capture = !b.capture_layers.empty();
     if (capture) {  // rows first, then one slot per captured layer, filled as the layers run
         for (int i = 0; i < n; i++)
@@ -328,7 +332,8 @@ int Engine::rewind(int seq, int32_t p, int32_t p_tokens0, const std::vector<int3
     for (int32_t q = c; q < p; q++) b.add(tokens[(size_t)(q - p_tokens0)], q, seq, false);
     for (int r0 = 0; r0 < b.size(); r0 += params_.n_ubatch) {  // chunks: a batch may not exceed the free cells
         Batch chunk;
-        for (int r = r0; r < std::min(b.size(), r0 + params_.n_ubatch); r++) chunk.add(b.token[r], b.pos[r], seq, false);
+        for (int r = r0; r < std::min(b.size(), r0 + params_.n_ubatch); r++)
+            chunk.add(b.token[r], b.pos[r], seq, false);
         decode(chunk, out);
     }
     return p - c;

@@ -23,8 +23,8 @@ struct EngineParams {
     bool kv_split = false;  // each sequence allocates from its own n_ctx / n_seq_max cells first (server slots)
     GgmlType type_k = GgmlType::F16;
     GgmlType type_v = GgmlType::F16;
-    bool kv_auto_asymmetric = true;  // turbo K on a fragile model is kept at q8_0 (kv_protect_k_type)
-    bool kv_rotate = true;  // legacy block KV types stored Hadamard-rotated (KvCacheParams::rotate)
+    bool kv_auto_asymmetric = true;            // turbo K on a fragile model is kept at q8_0 (kv_protect_k_type)
+    bool kv_rotate = true;                     // legacy block KV types stored Hadamard-rotated (KvCacheParams::rotate)
     int kv_boundary_layers = kKvBoundaryAuto;  // layers whose turbo V is kept at q8_0 (kv/kv_layers.h)
     // How sequences may be cut (model/seq_memory.h). CutPolicy::checkpoints on an attention-only model
     // exercises the fall-backs recurrent layers will need.
@@ -75,8 +75,8 @@ private:
     std::unique_ptr<SeqMemory> mem_;
     std::unique_ptr<Offload> offload_;  // layers [offload_->first_layer(), n_layer) on a device, or none
     ForwardScratch scratch_;
-    std::vector<float> x_;                           // (n_ubatch, n_embd)
-    std::vector<float> hidden_;                      // (n_out, n_embd) final-normed rows for the head
+    std::vector<float> x_;                                  // (n_ubatch, n_embd)
+    std::vector<float> hidden_;                             // (n_out, n_embd) final-normed rows for the head
     std::vector<std::vector<int32_t>> vis_full_, vis_swa_;  // per ubatch row
     std::vector<const std::vector<int32_t>*> vis_full_ptr_, vis_swa_ptr_;
     std::vector<std::pair<int32_t, int32_t>> seq_cells_;

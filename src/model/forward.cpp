@@ -179,7 +179,8 @@ Weight bind_weight(const GgufFile& f, const std::string& name, int64_t ne0, int6
     if (is_1d ? t->type != GgmlType::F32 : (!qt || !qt->vec_dot))
         fail("%s: tensor '%s' has type %s, which Bee does not support %s", f.path().c_str(), name.c_str(),
              ggml_type_name(t->type) ? ggml_type_name(t->type) : "?",
-             is_1d ? "for 1-D tensors (expected f32)" : "(supported: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k..q6_k)");
+             is_1d ? "for 1-D tensors (expected f32)"
+                   : "(supported: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q2_k..q6_k)");
     w.type = t->type;
     w.data = t->data;
     w.ne0 = t->ne[0];
@@ -187,9 +188,7 @@ Weight bind_weight(const GgufFile& f, const std::string& name, int64_t ne0, int6
     return w;
 }
 
-int64_t arch_int(const GgufFile& f, const std::string& arch, const char* key) {
-    return f.get_int(arch + "." + key);
-}
+int64_t arch_int(const GgufFile& f, const std::string& arch, const char* key) { return f.get_int(arch + "." + key); }
 int64_t arch_int(const GgufFile& f, const std::string& arch, const char* key, int64_t def) {
     return f.get_int(arch + "." + key, def);
 }
@@ -208,8 +207,8 @@ void load_common_hparams(const GgufFile& f, HParams& hp) {
     hp.n_head_kv = (int)arch_int(f, a, "attention.head_count_kv", hp.n_head);
     if (hp.n_embd <= 0 || hp.n_layer <= 0 || hp.n_layer > 4096 || hp.n_head <= 0 || hp.n_head_kv <= 0 ||
         hp.n_head % hp.n_head_kv != 0)
-        fail("%s: bad hparams: n_embd=%d n_layer=%d n_head=%d n_head_kv=%d", f.path().c_str(), hp.n_embd,
-             hp.n_layer, hp.n_head, hp.n_head_kv);
+        fail("%s: bad hparams: n_embd=%d n_layer=%d n_head=%d n_head_kv=%d", f.path().c_str(), hp.n_embd, hp.n_layer,
+             hp.n_head, hp.n_head_kv);
     hp.head_dim = (int)arch_int(f, a, "attention.key_length", hp.n_embd / hp.n_head);
     hp.head_dim_v = (int)arch_int(f, a, "attention.value_length", hp.head_dim);
     hp.n_ff = (int)arch_int(f, a, "feed_forward_length");

@@ -36,7 +36,7 @@ struct ForwardCtx {
     // [n_rows] cells each row may attend to (ascending position), full and sliding-window layers.
     const std::vector<int32_t>* const* visible_full = nullptr;
     const std::vector<int32_t>* const* visible_swa = nullptr;
-    float* x = nullptr;              // (n_rows, n_embd) residual stream
+    float* x = nullptr;  // (n_rows, n_embd) residual stream
     ForwardScratch& s;
 };
 

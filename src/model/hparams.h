@@ -10,8 +10,8 @@
 namespace bee {
 
 struct LayerParams {
-    bool swa = false;       // sliding-window attention layer
-    RopeParams rope;        // this layer's rope (gemma3: local and global layers differ)
+    bool swa = false;  // sliding-window attention layer
+    RopeParams rope;   // this layer's rope (gemma3: local and global layers differ)
 };
 
 struct HParams {
@@ -21,8 +21,8 @@ struct HParams {
     int n_layer = 0;
     int n_head = 0;
     int n_head_kv = 0;
-    int head_dim = 0;         // key length per head
-    int head_dim_v = 0;       // value length per head
+    int head_dim = 0;    // key length per head
+    int head_dim_v = 0;  // value length per head
     int n_ff = 0;
     int n_ctx_train = 0;
     float norm_eps = 1e-5f;

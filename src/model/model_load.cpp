@@ -31,7 +31,8 @@ static void repack_weight_in_place(ModelWeights& w, Weight& m) {
 
 static void repack_weights(ModelWeights& w) {
     for (LayerWeights& L : w.layers)
-        for (Weight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) repack_weight_in_place(w, *m);
+        for (Weight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
+            repack_weight_in_place(w, *m);
     repack_weight_in_place(w, w.output);
 }
 
@@ -48,7 +49,8 @@ static void apply_load_params(GgufFile& f, const ModelLoadParams& lp) {
     if (lp.rope_freq_scale > 0) {
         if (lp.rope_scaling.empty() && f.get_str(rope + "scaling.type", "linear") == "linear")
             f.set_metadata(rope + "scaling.type", GgufValue::make_str("linear"));
-        f.set_metadata(rope + "scaling.factor", GgufValue::make_float(GgufValueType::FLOAT32, 1.0 / lp.rope_freq_scale));
+        f.set_metadata(rope + "scaling.factor",
+                       GgufValue::make_float(GgufValueType::FLOAT32, 1.0 / lp.rope_freq_scale));
     }
     if (lp.check_tensors) check_tensor_data(f);
 }
@@ -83,8 +85,8 @@ std::unique_ptr<Model> Model::load(const std::string& path, const ModelLoadParam
     m->tok_ = Tokenizer::from_gguf(f);
     if (m->tok_->n_vocab() <= 0) fail("%s: the tokenizer has no tokens", path.c_str());
     if (m->tok_->n_vocab() > hp.n_vocab)
-        fail("%s: tokenizer has %d tokens but token_embd.weight has only %d rows", path.c_str(),
-             m->tok_->n_vocab(), hp.n_vocab);
+        fail("%s: tokenizer has %d tokens but token_embd.weight has only %d rows", path.c_str(), m->tok_->n_vocab(),
+             hp.n_vocab);
     return m;
 }
 

@@ -24,8 +24,8 @@ bool offload_built();
 // One ubatch as the device sees it (Engine::build_visible's lists).
 struct OffloadStep {
     int n_rows = 0;
-    const int32_t* pos = nullptr;    // [n_rows]
-    const int32_t* cells = nullptr;  // [n_rows] KV cell of each row
+    const int32_t* pos = nullptr;                               // [n_rows]
+    const int32_t* cells = nullptr;                             // [n_rows] KV cell of each row
     const std::vector<int32_t>* const* visible_full = nullptr;  // [n_rows] cells, ascending position
     const std::vector<int32_t>* const* visible_swa = nullptr;   // [n_rows], read for sliding-window layers
 };
@@ -38,8 +38,8 @@ public:
     // CPU). Throws Error saying why when p.device names no device, or something is not supported on the
     // device yet: the architecture (ArchDef::block), a weight type without a device matmul, a KV type
     // other than f16, heads of unequal K/V width or wider than 256.
-    static std::unique_ptr<Offload> create(const Model& model, const KvCache& kv, int n_ubatch,
-                                           const OffloadParams& p, std::string* no_device);
+    static std::unique_ptr<Offload> create(const Model& model, const KvCache& kv, int n_ubatch, const OffloadParams& p,
+                                           std::string* no_device);
     virtual ~Offload() = default;
 
     virtual int first_layer() const = 0;  // layers [first_layer(), n_layer) run here

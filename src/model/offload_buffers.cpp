@@ -120,7 +120,8 @@ void StepBuffers::read_x(const HParams& hp, int n_rows, float* xs) const {
 }
 
 void StepBuffers::ensure_logits(gpu::Device& dev, size_t floats) {
-    if (!logits || logits->size() < floats * 4) logits = std::make_unique<gpu::Buffer>(dev, floats * 4, gpu::Memory::host);
+    if (!logits || logits->size() < floats * 4)
+        logits = std::make_unique<gpu::Buffer>(dev, floats * 4, gpu::Memory::host);
 }
 
 }  // namespace bee

@@ -81,7 +81,8 @@ VulkanOffload::VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, c
     ops_ = std::make_unique<gpu::Ops>(*dev_);
     cl_ = std::make_unique<gpu::CommandList>(*dev_, 32 * n_dev + 64, 4);
     const ModelWeights& w = m.weights();
-    const size_t k_bytes = (size_t)n_cells_ * kv.params().n_embd_k * 2, v_bytes = (size_t)n_cells_ * kv.params().n_embd_v * 2;
+    const size_t k_bytes = (size_t)n_cells_ * kv.params().n_embd_k * 2,
+                 v_bytes = (size_t)n_cells_ * kv.params().n_embd_v * 2;
     for (int il = first_; il < hp.n_layer; il++) {
         const LayerWeights& L = w.layers[(size_t)il];
         DevLayer d;
@@ -127,9 +128,10 @@ VulkanOffload::VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, c
 DevWeight VulkanOffload::upload(const Weight& w, const char* what, int il) {
     if (!w) return {};
     if (w.ne1 > 1 && !gpu::Ops::supports_matmul(w.type))
-        fail("-ngl: %s%s%s has type %s, which has no device matmul yet (device types: f32 f16 bf16 q4_0 q4_1 q5_0 "
-             "q5_1 q8_0 q4_k q5_k q6_k); offload fewer layers", il >= 0 ? "blk." : "",
-             il >= 0 ? (std::to_string(il) + ".").c_str() : "", what, ggml_type_name(w.type));
+        fail(
+            "-ngl: %s%s%s has type %s, which has no device matmul yet (device types: f32 f16 bf16 q4_0 q4_1 q5_0 "
+            "q5_1 q8_0 q4_k q5_k q6_k); offload fewer layers",
+            il >= 0 ? "blk." : "", il >= 0 ? (std::to_string(il) + ".").c_str() : "", what, ggml_type_name(w.type));
     DevWeight d = upload_weight(*dev_, w);
     weight_bytes_ += d.buf->size();
     return d;
@@ -148,7 +150,8 @@ void VulkanOffload::begin(const OffloadStep& s, const float* x) {
     pending_ = true;
 }
 
-void VulkanOffload::norm(BufferRange in, const DevWeight& w, BufferRange out, int64_t n, int64_t n_rows, int64_t stride) {
+void VulkanOffload::norm(BufferRange in, const DevWeight& w, BufferRange out, int64_t n, int64_t n_rows,
+                         int64_t stride) {
     ops_->rms_norm(*cl_, in, w.range(), out, n, n_rows, stride, hp_.norm_eps);
 }
 
@@ -260,8 +263,8 @@ void VulkanOffload::head(const std::vector<int32_t>& rows, float* logits) {
         j = e;
     }
     ops_->rms_norm(*cl_, whole(*b_.hid), output_norm_.range(), whole(*b_.hid), hp_.n_embd, n, se, hp_.norm_eps);
-    ops_->matmul(*cl_, output_.type, output_.range(), hp_.n_vocab, hp_.n_embd, whole(*b_.hid), se, n,
-                 whole(*b_.logits), hp_.n_vocab);
+    ops_->matmul(*cl_, output_.type, output_.range(), hp_.n_vocab, hp_.n_embd, whole(*b_.hid), se, n, whole(*b_.logits),
+                 hp_.n_vocab);
     cl_->end();
     cl_->submit_and_wait();
     std::memcpy(logits, b_.logits->mapped(), (size_t)n * (size_t)hp_.n_vocab * sizeof(float));
@@ -295,8 +298,8 @@ std::unique_ptr<Offload> Offload::create(const Model& model, const KvCache& kv, 
         fail("-ngl: the device KV cache is f16 only (K %s, V %s asked): use -ctk f16 -ctv f16 or -ngl 0",
              ggml_type_name(kv.params().type_k), ggml_type_name(kv.params().type_v));
     if (hp.head_dim != hp.head_dim_v || hp.head_dim > 256 || hp.head_dim % 2)
-        fail("-ngl: heads of %d (K) / %d (V) values are not supported on the device (equal, even, <= 256)",
-             hp.head_dim, hp.head_dim_v);
+        fail("-ngl: heads of %d (K) / %d (V) values are not supported on the device (equal, even, <= 256)", hp.head_dim,
+             hp.head_dim_v);
     std::unique_ptr<gpu::Device> dev;
     try {
         dev = std::make_unique<gpu::Device>(p.device);

@@ -19,22 +19,22 @@ struct Weight {
 
 // Every tensor an architecture may bind; each arch fills what it uses. Shapes as (rows, cols).
 struct LayerWeights {
-    Weight attn_norm;            // (n_embd)
-    Weight wq, wk, wv, wo;       // (n_head*hd, n_embd), (n_head_kv*hd, n_embd) x2, (n_embd, n_head*hd)
-    Weight bq, bk, bv, bo;       // optional biases
-    Weight q_norm, k_norm;       // (hd) per-head RMS norm (qwen3, gemma3)
-    Weight post_attn_norm;       // (n_embd) gemma
-    Weight ffn_norm;             // (n_embd)
-    Weight ffn_gate, ffn_up;     // (n_ff, n_embd)
-    Weight ffn_down;             // (n_embd, n_ff)
-    Weight post_ffn_norm;        // (n_embd) gemma
+    Weight attn_norm;         // (n_embd)
+    Weight wq, wk, wv, wo;    // (n_head*hd, n_embd), (n_head_kv*hd, n_embd) x2, (n_embd, n_head*hd)
+    Weight bq, bk, bv, bo;    // optional biases
+    Weight q_norm, k_norm;    // (hd) per-head RMS norm (qwen3, gemma3)
+    Weight post_attn_norm;    // (n_embd) gemma
+    Weight ffn_norm;          // (n_embd)
+    Weight ffn_gate, ffn_up;  // (n_ff, n_embd)
+    Weight ffn_down;          // (n_embd, n_ff)
+    Weight post_ffn_norm;     // (n_embd) gemma
 };
 
 struct ModelWeights {
-    Weight tok_embd;             // (n_vocab, n_embd)
-    Weight output_norm;          // (n_embd)
-    Weight output;               // (n_vocab, n_embd); == tok_embd when tied
-    Weight rope_freqs;           // optional (n_rot/2)
+    Weight tok_embd;     // (n_vocab, n_embd)
+    Weight output_norm;  // (n_embd)
+    Weight output;       // (n_vocab, n_embd); == tok_embd when tied
+    Weight rope_freqs;   // optional (n_rot/2)
     // Optional classification head (rerankers, model/pooling): cls (n_cls, n_embd) + cls_b (n_cls), then
     // cls_out (n_cls_out, n_cls, or n_embd without cls) + cls_out_b (n_cls_out).
     Weight cls, cls_b, cls_out, cls_out_b;

@@ -14,7 +14,7 @@ inline constexpr int QK5_0 = 32;
 inline constexpr int QK5_1 = 32;
 inline constexpr int QK8_0 = 32;
 inline constexpr int QK8_1 = 32;
-inline constexpr int QK_K = 256;        // super-block of the K-quants
+inline constexpr int QK_K = 256;         // super-block of the K-quants
 inline constexpr int K_SCALE_SIZE = 12;  // packed 6-bit scales + mins of Q4_K / Q5_K
 
 // ---- legacy 32-element blocks --------------------------------------------------------------------
@@ -22,33 +22,33 @@ inline constexpr int K_SCALE_SIZE = 12;  // packed 6-bit scales + mins of Q4_K /
 
 // Q4_0: w = d * (q - 8), q in [0, 15].
 struct BlockQ4_0 {
-    fp16_t d;              // scale
-    uint8_t qs[QK4_0 / 2]; // (16) 4-bit quants, two per byte
+    fp16_t d;               // scale
+    uint8_t qs[QK4_0 / 2];  // (16) 4-bit quants, two per byte
 };
 static_assert(sizeof(BlockQ4_0) == 18, "wrong q4_0 block size");
 
 // Q4_1: w = d * q + m, q in [0, 15].
 struct BlockQ4_1 {
-    fp16_t d;              // scale
-    fp16_t m;              // min (offset)
-    uint8_t qs[QK4_1 / 2]; // (16) 4-bit quants
+    fp16_t d;               // scale
+    fp16_t m;               // min (offset)
+    uint8_t qs[QK4_1 / 2];  // (16) 4-bit quants
 };
 static_assert(sizeof(BlockQ4_1) == 20, "wrong q4_1 block size");
 
 // Q5_0: w = d * (q - 16), q in [0, 31]; bit 4 of element j is bit j of qh (little endian).
 struct BlockQ5_0 {
-    fp16_t d;              // scale
-    uint8_t qh[4];         // (32) 5th bits, one per element
-    uint8_t qs[QK5_0 / 2]; // (16) low 4 bits
+    fp16_t d;               // scale
+    uint8_t qh[4];          // (32) 5th bits, one per element
+    uint8_t qs[QK5_0 / 2];  // (16) low 4 bits
 };
 static_assert(sizeof(BlockQ5_0) == 22, "wrong q5_0 block size");
 
 // Q5_1: w = d * q + m, q in [0, 31]; qh as in Q5_0.
 struct BlockQ5_1 {
-    fp16_t d;              // scale
-    fp16_t m;              // min (offset)
-    uint8_t qh[4];         // (32) 5th bits
-    uint8_t qs[QK5_1 / 2]; // (16) low 4 bits
+    fp16_t d;               // scale
+    fp16_t m;               // min (offset)
+    uint8_t qh[4];          // (32) 5th bits
+    uint8_t qs[QK5_1 / 2];  // (16) low 4 bits
 };
 static_assert(sizeof(BlockQ5_1) == 24, "wrong q5_1 block size");
 
@@ -73,47 +73,47 @@ static_assert(sizeof(BlockQ8_1) == 36, "wrong q8_1 block size");
 
 // Q2_K: 16 sub-blocks of 16; w = d * sc * q - dmin * m, q in [0, 3], sc and m 4-bit.
 struct BlockQ2_K {
-    uint8_t scales[QK_K / 16]; // (16) low nibble: scale sc, high nibble: min m
-    uint8_t qs[QK_K / 4];      // (64) 2-bit quants, four per byte
-    fp16_t d;                  // super-block scale of the scales
-    fp16_t dmin;               // super-block scale of the mins
+    uint8_t scales[QK_K / 16];  // (16) low nibble: scale sc, high nibble: min m
+    uint8_t qs[QK_K / 4];       // (64) 2-bit quants, four per byte
+    fp16_t d;                   // super-block scale of the scales
+    fp16_t dmin;                // super-block scale of the mins
 };
 static_assert(sizeof(BlockQ2_K) == 84, "wrong q2_K block size");
 
 // Q3_K: 16 sub-blocks of 16; w = d * (sc - 32) * (q - 4 * !hbit), q low 2 bits in qs, sc 6-bit.
 struct BlockQ3_K {
-    uint8_t hmask[QK_K / 8]; // (32) high bits: bit b of byte l is element l + 32*b (set: no -4 offset)
-    uint8_t qs[QK_K / 4];    // (64) low 2 bits, four per byte
-    uint8_t scales[12];      // (16 x 6 bit) low nibbles in bytes 0-7, high 2-bit pairs in bytes 8-11
-    fp16_t d;                // super-block scale
+    uint8_t hmask[QK_K / 8];  // (32) high bits: bit b of byte l is element l + 32*b (set: no -4 offset)
+    uint8_t qs[QK_K / 4];     // (64) low 2 bits, four per byte
+    uint8_t scales[12];       // (16 x 6 bit) low nibbles in bytes 0-7, high 2-bit pairs in bytes 8-11
+    fp16_t d;                 // super-block scale
 };
 static_assert(sizeof(BlockQ3_K) == 110, "wrong q3_K block size");
 
 // Q4_K: 8 sub-blocks of 32; w = d * sc * q - dmin * m, q in [0, 15], sc and m 6-bit.
 struct BlockQ4_K {
-    fp16_t d;                     // super-block scale of the scales
-    fp16_t dmin;                  // super-block scale of the mins
-    uint8_t scales[K_SCALE_SIZE]; // (8 scales + 8 mins, 6 bit each) see k_scale_min()
-    uint8_t qs[QK_K / 2];         // (128) 4-bit quants: 32-byte group g holds sub-blocks 2g (low), 2g+1 (high)
+    fp16_t d;                      // super-block scale of the scales
+    fp16_t dmin;                   // super-block scale of the mins
+    uint8_t scales[K_SCALE_SIZE];  // (8 scales + 8 mins, 6 bit each) see k_scale_min()
+    uint8_t qs[QK_K / 2];          // (128) 4-bit quants: 32-byte group g holds sub-blocks 2g (low), 2g+1 (high)
 };
 static_assert(sizeof(BlockQ4_K) == 144, "wrong q4_K block size");
 
 // Q5_K: as Q4_K with a 5th bit per element, q in [0, 31].
 struct BlockQ5_K {
-    fp16_t d;                     // super-block scale of the scales
-    fp16_t dmin;                  // super-block scale of the mins
-    uint8_t scales[K_SCALE_SIZE]; // (8 scales + 8 mins, 6 bit each)
-    uint8_t qh[QK_K / 8];         // (32) 5th bits: bit s of byte l is element l of sub-block s
-    uint8_t qs[QK_K / 2];         // (128) low 4 bits, laid out as Q4_K
+    fp16_t d;                      // super-block scale of the scales
+    fp16_t dmin;                   // super-block scale of the mins
+    uint8_t scales[K_SCALE_SIZE];  // (8 scales + 8 mins, 6 bit each)
+    uint8_t qh[QK_K / 8];          // (32) 5th bits: bit s of byte l is element l of sub-block s
+    uint8_t qs[QK_K / 2];          // (128) low 4 bits, laid out as Q4_K
 };
 static_assert(sizeof(BlockQ5_K) == 176, "wrong q5_K block size");
 
 // Q6_K: 16 sub-blocks of 16; w = d * sc * (q - 32), q in [0, 63], sc int8.
 struct BlockQ6_K {
-    uint8_t ql[QK_K / 2];     // (128) low 4 bits
-    uint8_t qh[QK_K / 4];     // (64) high 2 bits, four per byte
-    int8_t scales[QK_K / 16]; // (16) sub-block scales
-    fp16_t d;                 // super-block scale
+    uint8_t ql[QK_K / 2];      // (128) low 4 bits
+    uint8_t qh[QK_K / 4];      // (64) high 2 bits, four per byte
+    int8_t scales[QK_K / 16];  // (16) sub-block scales
+    fp16_t d;                  // super-block scale
 };
 static_assert(sizeof(BlockQ6_K) == 210, "wrong q6_K block size");
 
@@ -226,16 +226,16 @@ static_assert(sizeof(BlockTurbo4) == 66, "wrong turbo4 block size");
 // TCQ: a bitshift-trellis stream, LSB first: bits 0..5 the initial-state prefix, then k bits per
 // element (k = 3 or 2); state_t = the L = 6 + k bits starting at stream bit k*t. See quant/tcq.h.
 struct BlockTurbo3Tcq {
-    fp16_t norm;    // corrected norm
-    uint8_t qs[49]; // 6 + 3*128 = 390 bits, then 2 zero bits
-    uint8_t pad;    // 0, keeps the size even
+    fp16_t norm;     // corrected norm
+    uint8_t qs[49];  // 6 + 3*128 = 390 bits, then 2 zero bits
+    uint8_t pad;     // 0, keeps the size even
 };
 static_assert(sizeof(BlockTurbo3Tcq) == 52, "wrong turbo3_tcq block size");
 
 struct BlockTurbo2Tcq {
-    fp16_t norm;    // corrected norm
-    uint8_t qs[33]; // 6 + 2*128 = 262 bits, then 2 zero bits
-    uint8_t pad;    // 0
+    fp16_t norm;     // corrected norm
+    uint8_t qs[33];  // 6 + 2*128 = 262 bits, then 2 zero bits
+    uint8_t pad;     // 0
 };
 static_assert(sizeof(BlockTurbo2Tcq) == 36, "wrong turbo2_tcq block size");
 

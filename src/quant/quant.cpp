@@ -11,10 +11,15 @@ namespace {
 
 // TurboQuant KV types (quant/turbo.h): rows in the original domain; no weight dot product.
 template <GgmlType T>
-void dequantize_row_turbo_t(const void* src, float* dst, int64_t n) { dequantize_row_turbo(T, src, dst, n); }
+void dequantize_row_turbo_t(const void* src, float* dst, int64_t n) {
+    dequantize_row_turbo(T, src, dst, n);
+}
 template <GgmlType T>
-void quantize_row_turbo_t(const float* src, void* dst, int64_t n) { quantize_row_turbo(T, src, dst, n); }
-#define BEE_TURBO_ROW(T) {GgmlType::T, dequantize_row_turbo_t<GgmlType::T>, quantize_row_turbo_t<GgmlType::T>, GgmlType::F32, nullptr}
+void quantize_row_turbo_t(const float* src, void* dst, int64_t n) {
+    quantize_row_turbo(T, src, dst, n);
+}
+#define BEE_TURBO_ROW(T) \
+    { GgmlType::T, dequantize_row_turbo_t<GgmlType::T>, quantize_row_turbo_t<GgmlType::T>, GgmlType::F32, nullptr }
 
 // type, dequantize_row, quantize_row, vec_dot_type, vec_dot
 const QuantTraits kTraits[] = {
@@ -33,8 +38,14 @@ const QuantTraits kTraits[] = {
     {GgmlType::Q5_K, dequantize_row_q5_K, quantize_row_q5_K, GgmlType::Q8_K, vec_dot_q5_K_q8_K},
     {GgmlType::Q6_K, dequantize_row_q6_K, quantize_row_q6_K, GgmlType::Q8_K, vec_dot_q6_K_q8_K},
     {GgmlType::Q8_K, dequantize_row_q8_K, quantize_row_q8_K, GgmlType::Q8_K, nullptr},
-    BEE_TURBO_ROW(TURBO2), BEE_TURBO_ROW(TURBO3), BEE_TURBO_ROW(TURBO4), BEE_TURBO_ROW(TURBO2_TCQ),
-    BEE_TURBO_ROW(TURBO3_TCQ), BEE_TURBO_ROW(TURBO2_64), BEE_TURBO_ROW(TURBO3_64), BEE_TURBO_ROW(TURBO4_64),
+    BEE_TURBO_ROW(TURBO2),
+    BEE_TURBO_ROW(TURBO3),
+    BEE_TURBO_ROW(TURBO4),
+    BEE_TURBO_ROW(TURBO2_TCQ),
+    BEE_TURBO_ROW(TURBO3_TCQ),
+    BEE_TURBO_ROW(TURBO2_64),
+    BEE_TURBO_ROW(TURBO3_64),
+    BEE_TURBO_ROW(TURBO4_64),
 };
 #undef BEE_TURBO_ROW
 
@@ -52,8 +63,8 @@ void quantize_matrix(GgmlType t, const float* src, void* dst, int64_t n_rows, in
     if (!tr || !tr->quantize_row)
         fail("quantize_matrix: type %s has no quantizer", info.name ? info.name : "(unknown)");
     if (n_rows < 0 || n_cols < 0 || n_cols % info.block_size != 0)
-        fail("quantize_matrix: %lld columns is not a multiple of the %s block size %lld",
-             (long long)n_cols, info.name, (long long)info.block_size);
+        fail("quantize_matrix: %lld columns is not a multiple of the %s block size %lld", (long long)n_cols, info.name,
+             (long long)info.block_size);
     const size_t row_bytes = ggml_row_size(t, n_cols);
     for (int64_t r = 0; r < n_rows; ++r)
         tr->quantize_row(src + r * n_cols, (uint8_t*)dst + (size_t)r * row_bytes, n_cols);

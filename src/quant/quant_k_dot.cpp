@@ -58,8 +58,7 @@ void vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a, float* out) {
 }
 
 // Q4_K and Q5_K share the scale/min layout; `q` holds the unpacked quants of block b.
-static void dot_k_scale_min(const uint8_t* scales, const uint8_t* q, const BlockQ8_K& y, int* isum,
-                            int* msum) {
+static void dot_k_scale_min(const uint8_t* scales, const uint8_t* q, const BlockQ8_K& y, int* isum, int* msum) {
     *isum = 0;
     *msum = 0;
     for (int s = 0; s < QK_K / 32; ++s) {

@@ -20,7 +20,9 @@ inline __m256i nearest_int_x8(__m256 v) {
 }
 
 // clamp_int(v, 0, hi) per lane.
-inline __m256i clamp_x8(__m256i v, __m256i hi) { return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_setzero_si256()), hi); }
+inline __m256i clamp_x8(__m256i v, __m256i hi) {
+    return _mm256_min_epi32(_mm256_max_epi32(v, _mm256_setzero_si256()), hi);
+}
 
 inline __m256 blend(__m256 a, __m256 b, __m256 take_b) { return _mm256_blendv_ps(a, b, take_b); }
 
@@ -28,8 +30,8 @@ inline __m256 blend(__m256 a, __m256 b, __m256 take_b) { return _mm256_blendv_ps
 inline __m256 affine_error_x8(const float (*xt)[8], const float (*wt)[8], const __m256i* L, __m256 scale, __m256 mn) {
     __m256 err = _mm256_setzero_ps();
     for (int i = 0; i < 32; ++i) {
-        const __m256 diff = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(L[i])), mn),
-                                          _mm256_load_ps(xt[i]));
+        const __m256 diff =
+            _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(scale, _mm256_cvtepi32_ps(L[i])), mn), _mm256_load_ps(xt[i]));
         err = _mm256_add_ps(err, _mm256_mul_ps(_mm256_load_ps(wt[i]), _mm256_mul_ps(diff, diff)));
     }
     return err;
@@ -67,12 +69,13 @@ void fit_affine_x8_avx2(const float* x, const float* w, int nmax, float rmin, fl
         best_L[i] = clamp_x8(nearest_int_x8(_mm256_mul_ps(iscale0, _mm256_sub_ps(_mm256_load_ps(xt[i]), lo))), nmax_i);
     __m256 best = affine_error_x8(xt, wt, best_L, scale, mn);
     for (int k = 0; k <= nstep; ++k) {
-        const __m256 iscale = _mm256_div_ps(_mm256_set1_ps(rmin + rdelta * (float)k + (float)nmax), _mm256_sub_ps(hi, mn));
+        const __m256 iscale =
+            _mm256_div_ps(_mm256_set1_ps(rmin + rdelta * (float)k + (float)nmax), _mm256_sub_ps(hi, mn));
         __m256 sum_l = zero, sum_l2 = zero, sum_xl = zero;
         for (int i = 0; i < 32; ++i) {
             const __m256 xi = _mm256_load_ps(xt[i]), wi = _mm256_load_ps(wt[i]);
             const __m256 v = _mm256_mul_ps(iscale, _mm256_sub_ps(xi, mn));
-            __m256i l = clamp_x8(nearest_int_x8(_mm256_min_ps(v, nmax_f)), nmax_i);  // v < nmax ? v : nmax
+            __m256i l = clamp_x8(nearest_int_x8(_mm256_min_ps(v, nmax_f)), nmax_i);            // v < nmax ? v : nmax
             l = _mm256_and_si256(l, _mm256_castps_si256(_mm256_cmp_ps(v, zero, _CMP_GT_OQ)));  // v > 0 ? l : 0
             trial[i] = l;
             const __m256 lf = _mm256_cvtepi32_ps(l), wl = _mm256_mul_ps(wi, lf);

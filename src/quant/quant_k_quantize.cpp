@@ -37,8 +37,7 @@ constexpr float kGroupMaxEps = 1e-15f;  // a sub-block below this magnitude is a
 int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 // Weighted error of x[i] ~ scale * L[i] + mn: sum w * |diff| (abs_err) or sum w * diff^2.
-float affine_error(int n, const float* x, const float* w, const uint8_t* L, float scale, float mn,
-                   bool abs_err) {
+float affine_error(int n, const float* x, const float* w, const uint8_t* L, float scale, float mn, bool abs_err) {
     float err = 0;
     for (int i = 0; i < n; ++i) {
         const float diff = scale * (float)L[i] + mn - x[i];
@@ -50,8 +49,8 @@ float affine_error(int n, const float* x, const float* w, const uint8_t* L, floa
 // Fits x[i] ~ scale * L[i] - neg_min with L[i] in [0, nmax] and neg_min >= 0, minimising the
 // weighted error (see the file comment). Returns scale; n <= 32. As in ggml, each trial grid starts
 // at the best min found so far; levels are computed NaN/inf-safe (the min can sit near the max).
-float fit_affine(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min,
-                 float rmin, float rdelta, int nstep, bool abs_err) {
+float fit_affine(int n, int nmax, const float* x, const float* w, uint8_t* L, float* neg_min, float rmin, float rdelta,
+                 int nstep, bool abs_err) {
     float lo = x[0], hi = x[0], sum_w = 0, sum_x = 0;
     for (int i = 0; i < n; ++i) {
         lo = x[i] < lo ? x[i] : lo;
@@ -199,8 +198,8 @@ void pack_k_scale_min(const uint8_t* ls, const uint8_t* lm, uint8_t* out) {
 
 // Steps 1-2 for Q4_K/Q5_K: per-32 affine fits, then 6-bit scales and mins with fp16 d and dmin.
 // Weights av + |x| (av = rms of the sub-block) balance absolute and relative error.
-void fit_k_scale_min(const float* x, int nmax, float rmin, float rdelta, int nstep, uint8_t* L,
-                     uint8_t* packed, fp16_t* d, fp16_t* dmin) {
+void fit_k_scale_min(const float* x, int nmax, float rmin, float rdelta, int nstep, uint8_t* L, uint8_t* packed,
+                     fp16_t* d, fp16_t* dmin) {
     float scales[8], mins[8], w[QK_K];
     for (int j = 0; j < 8; ++j) {
         const float* xs = x + 32 * j;
@@ -233,8 +232,7 @@ void fit_k_scale_min(const float* x, int nmax, float rmin, float rdelta, int nst
 }
 
 // Step 3 for Q4_K/Q5_K: re-round every value with its stored scale and min.
-void requantize_k_scale_min(const float* x, int nmax, const uint8_t* packed, fp16_t d, fp16_t dmin,
-                            uint8_t* L) {
+void requantize_k_scale_min(const float* x, int nmax, const uint8_t* packed, fp16_t d, fp16_t dmin, uint8_t* L) {
     for (int j = 0; j < 8; ++j) {
         uint8_t sc, m;
         k_scale_min(j, packed, &sc, &m);

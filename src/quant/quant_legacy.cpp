@@ -256,8 +256,8 @@ void vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a, float* out) {
             isum += (x[b].qs[j] & 0xF) * y[b].qs[j];
             isum += (x[b].qs[j] >> 4) * y[b].qs[j + 16];
         }
-        sum += (fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d)) * (float)isum +
-               fp16_to_fp32(x[b].m) * fp16_to_fp32(y[b].s);
+        sum +=
+            (fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d)) * (float)isum + fp16_to_fp32(x[b].m) * fp16_to_fp32(y[b].s);
     }
     *out = sum;
 }
@@ -285,8 +285,8 @@ void vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a, float* out) {
         unpack_q5(x[b].qs, x[b].qh, q);
         int isum = 0;
         for (int j = 0; j < QK5_1; ++j) isum += q[j] * y[b].qs[j];
-        sum += (fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d)) * (float)isum +
-               fp16_to_fp32(x[b].m) * fp16_to_fp32(y[b].s);
+        sum +=
+            (fp16_to_fp32(x[b].d) * fp16_to_fp32(y[b].d)) * (float)isum + fp16_to_fp32(x[b].m) * fp16_to_fp32(y[b].s);
     }
     *out = sum;
 }

@@ -28,9 +28,9 @@ int tcq_viterbi_avx2(const float* y, int k, const float* cb, uint8_t (*bt)[64]) 
     for (int j = 0; j < n_pred; j++)
         for (int r = 0; r < period; r++) {
             const __m256i tail = _mm256_add_epi32(_mm256_set1_epi32(8 * r), iota);
-            pred_tail[j][r] = _mm256_and_si256(
-                _mm256_or_si256(_mm256_sll_epi32(tail, _mm_cvtsi32_si128(k)), _mm256_set1_epi32(j)),
-                _mm256_set1_epi32(63));
+            pred_tail[j][r] =
+                _mm256_and_si256(_mm256_or_si256(_mm256_sll_epi32(tail, _mm_cvtsi32_si128(k)), _mm256_set1_epi32(j)),
+                                 _mm256_set1_epi32(63));
         }
     for (int t = 0; t < kTcqGroup; t++) {
         for (int q = 0; q < 8; q++) {

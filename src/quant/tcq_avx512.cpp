@@ -24,8 +24,9 @@ int tcq_viterbi_avx512(const float* y, int k, const float* cb, uint8_t (*bt)[64]
     const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     __m512i pred_tail[8];
     for (int j = 0; j < n_pred; j++)
-        pred_tail[j] = _mm512_and_si512(_mm512_or_si512(_mm512_sll_epi32(iota, _mm_cvtsi32_si128(k)), _mm512_set1_epi32(j)),
-                                        _mm512_set1_epi32(63));
+        pred_tail[j] =
+            _mm512_and_si512(_mm512_or_si512(_mm512_sll_epi32(iota, _mm_cvtsi32_si128(k)), _mm512_set1_epi32(j)),
+                             _mm512_set1_epi32(63));
     for (int t = 0; t < kTcqGroup; t++) {
         for (int q = 0; q < 4; q++) {
             __m512 b = _mm512_load_ps(cost + 16 * q);

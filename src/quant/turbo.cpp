@@ -34,8 +34,7 @@ const SignFloats kSignFloats;
 
 // Lloyd-Max centroids for coordinates ~ N(0, 1/128) (spec §4, BeeLlama tables), ascending.
 constexpr float kC2[4] = {-0.133462f, -0.039994f, 0.039994f, 0.133462f};
-constexpr float kC3[8] = {-0.190685f, -0.117832f, -0.065717f, -0.021460f,
-                          0.021460f,  0.065717f,  0.117832f,  0.190685f};
+constexpr float kC3[8] = {-0.190685f, -0.117832f, -0.065717f, -0.021460f, 0.021460f, 0.065717f, 0.117832f, 0.190685f};
 constexpr float kC4[16] = {-0.241556f, -0.182907f, -0.143047f, -0.111065f, -0.083317f, -0.058069f,
                            -0.034311f, -0.011353f, 0.011353f,  0.034311f,  0.058069f,  0.083317f,
                            0.111065f,  0.143047f,  0.182907f,  0.241556f};
@@ -159,7 +158,10 @@ void quantize_row_turbo(GgmlType t, const float* src, void* dst, int64_t n, floa
 float turbo_v_alpha(GgmlType t) {
     const TurboFormat* f = turbo_format(t);
     if (!f) return 1.0f;
-    const float d = f->tcq ? (f->bits == 2 ? 0.080f : 0.0218f) : f->bits == 2 ? 0.119f : f->bits == 3 ? 0.034f : 0.0092f;
+    const float d = f->tcq         ? (f->bits == 2 ? 0.080f : 0.0218f)
+                    : f->bits == 2 ? 0.119f
+                    : f->bits == 3 ? 0.034f
+                                   : 0.0092f;
     return 1.0f / sqrtf(1.0f - d);
 }
 

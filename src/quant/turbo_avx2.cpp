@@ -25,9 +25,9 @@ void turbo_rotate_avx2(float* x, int g, const float* first, const float* second)
     __m256 v[16];
     for (int i = 0; i < nv; i++) {
         v[i] = _mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), _mm256_loadu_ps(first + 8 * i));
-        v[i] = inner_stage<0xAA>(v[i], _mm256_permute_ps(v[i], 0xB1));                  // h = 1
-        v[i] = inner_stage<0xCC>(v[i], _mm256_permute_ps(v[i], 0x4E));                  // h = 2
-        v[i] = inner_stage<0xF0>(v[i], _mm256_permute2f128_ps(v[i], v[i], 0x01));       // h = 4
+        v[i] = inner_stage<0xAA>(v[i], _mm256_permute_ps(v[i], 0xB1));             // h = 1
+        v[i] = inner_stage<0xCC>(v[i], _mm256_permute_ps(v[i], 0x4E));             // h = 2
+        v[i] = inner_stage<0xF0>(v[i], _mm256_permute2f128_ps(v[i], v[i], 0x01));  // h = 4
     }
     for (int hv = 1; hv < nv; hv *= 2)  // h = 8 hv: whole vectors
         for (int i = 0; i < nv; i += 2 * hv)

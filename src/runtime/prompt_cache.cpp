@@ -20,7 +20,8 @@ void PromptCacheRam::save(std::vector<int32_t> tokens, SeqState state) {
     if (e.bytes() > limit_) return;
     for (auto it = entries_.begin(); it != entries_.end();) {
         const bool same = it->hash == e.hash && it->tokens == e.tokens;
-        const bool covered = it->tokens.size() <= e.tokens.size() && common_prefix(it->tokens, e.tokens) == it->tokens.size();
+        const bool covered =
+            it->tokens.size() <= e.tokens.size() && common_prefix(it->tokens, e.tokens) == it->tokens.size();
         if (same || covered) {
             bytes_ -= it->bytes();
             it = entries_.erase(it);
@@ -36,7 +37,8 @@ void PromptCacheRam::save(std::vector<int32_t> tokens, SeqState state) {
     }
 }
 
-const PromptCacheRam::Entry* PromptCacheRam::best(const std::vector<int32_t>& prompt, size_t min_prefix, size_t* prefix) {
+const PromptCacheRam::Entry* PromptCacheRam::best(const std::vector<int32_t>& prompt, size_t min_prefix,
+                                                  size_t* prefix) {
     auto best = entries_.end();
     size_t best_n = min_prefix > 0 ? min_prefix - 1 : 0;
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {

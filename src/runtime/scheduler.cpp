@@ -91,8 +91,8 @@ void Scheduler::run() {
     for (;;) {
         {
             std::unique_lock<std::mutex> lk(mu_);
-            const bool busy = !waiting_.empty() ||
-                              std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.idle(); });
+            const bool busy =
+                !waiting_.empty() || std::any_of(slots_.begin(), slots_.end(), [](const Slot& s) { return !s.idle(); });
             if (!busy) cv_.wait(lk, [&] { return stop_ || !incoming_.empty(); });
             if (stop_) return;
             for (auto& t : incoming_) waiting_.push_back(std::move(t));
@@ -230,7 +230,8 @@ size_t Scheduler::reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size
     size_t head_c = n_past, head_p = n_past;
     while (head_c < s.cache.size() && head_p < prompt.size()) {
         size_t n = 0;
-        while (head_c + n < s.cache.size() && head_p + n < prompt.size() && s.cache[head_c + n] == prompt[head_p + n]) n++;
+        while (head_c + n < s.cache.size() && head_p + n < prompt.size() && s.cache[head_c + n] == prompt[head_p + n])
+            n++;
         if (n < (size_t)min_chunk) {
             head_c++;
             continue;
@@ -379,7 +380,8 @@ void Scheduler::set_capture() {
     for (const Slot& s : slots_) {
         if (s.step_rows == 0) continue;
         for (int32_t il : s.capture_layers())
-            if (std::find(batch_.capture_layers.begin(), batch_.capture_layers.end(), il) == batch_.capture_layers.end())
+            if (std::find(batch_.capture_layers.begin(), batch_.capture_layers.end(), il) ==
+                batch_.capture_layers.end())
                 batch_.capture_layers.push_back(il);
     }
     if (batch_.capture_layers.empty()) return;

@@ -22,29 +22,29 @@
 namespace bee::runtime {
 
 struct SchedulerParams {
-    int32_t n_parallel = 4;         // slots = KV sequences 0..n_parallel-1
-    bool kv_unified = false;        // every slot may use the whole context (shared cells)
-    int32_t n_batch = 2048;         // rows per step (the engine splits them into ubatches)
+    int32_t n_parallel = 4;                // slots = KV sequences 0..n_parallel-1
+    bool kv_unified = false;               // every slot may use the whole context (shared cells)
+    int32_t n_batch = 2048;                // rows per step (the engine splits them into ubatches)
     float slot_prompt_similarity = 0.10f;  // min cached-prefix share of the prompt to prefer a slot
-    size_t cache_ram_bytes = 0;     // --cache-ram: host-RAM prompt cache size (0: off)
-    SpecParams spec;                // --spec-*: speculative decoding for every slot (types empty: off)
-    bool context_shift = false;     // --context-shift: a full slot drops tokens after n_keep instead of ending
+    size_t cache_ram_bytes = 0;            // --cache-ram: host-RAM prompt cache size (0: off)
+    SpecParams spec;                       // --spec-*: speculative decoding for every slot (types empty: off)
+    bool context_shift = false;            // --context-shift: a full slot drops tokens after n_keep instead of ending
     // Tests: a drafter added to each slot's Speculator after the configured ones (needs spec.types).
     std::function<std::unique_ptr<Drafter>(int slot)> extra_drafter;
 };
 
 // Counters for /metrics (llama.cpp names in server/routes_metrics.cpp).
 struct SchedulerMetrics {
-    uint64_t prompt_tokens_total = 0;     // prompt tokens evaluated (cache hits excluded)
+    uint64_t prompt_tokens_total = 0;  // prompt tokens evaluated (cache hits excluded)
     double prompt_seconds_total = 0;
     uint64_t tokens_predicted_total = 0;
     double tokens_predicted_seconds_total = 0;
-    uint64_t n_decode_total = 0;          // engine decode calls
-    uint64_t n_busy_slots_total = 0;      // busy slots summed over decode calls
-    uint64_t n_tokens_max = 0;            // largest sequence length seen
-    uint64_t n_drafted_total = 0;         // draft tokens proposed (finished requests)
+    uint64_t n_decode_total = 0;      // engine decode calls
+    uint64_t n_busy_slots_total = 0;  // busy slots summed over decode calls
+    uint64_t n_tokens_max = 0;        // largest sequence length seen
+    uint64_t n_drafted_total = 0;     // draft tokens proposed (finished requests)
     uint64_t n_drafted_accepted_total = 0;
-    uint64_t requests_processing = 0;     // gauges
+    uint64_t requests_processing = 0;  // gauges
     uint64_t requests_deferred = 0;
     // Since the previous metrics() call (for the throughput gauges).
     uint64_t bucket_prompt_tokens = 0, bucket_predicted_tokens = 0;
@@ -57,7 +57,7 @@ struct SlotSnapshot {
     bool prefilling = false;
     uint64_t task_id = 0;
     int32_t n_ctx = 0;
-    int32_t n_cached = 0;     // tokens in the slot's KV sequence
+    int32_t n_cached = 0;  // tokens in the slot's KV sequence
     int32_t n_prompt = 0;
     int32_t n_predicted = 0;
     std::vector<std::string> spec_types;  // speculative types of the running task (empty: none)
@@ -98,9 +98,9 @@ private:
     Engine& eng_;
     SchedulerParams params_;
     int32_t n_ctx_slot_ = 0;
-    std::unique_ptr<SpecShared> spec_;     // null without --spec-type; declared before the slots using it
+    std::unique_ptr<SpecShared> spec_;  // null without --spec-type; declared before the slots using it
     std::vector<Slot> slots_;
-    std::unique_ptr<PromptCacheRam> ram_;  // null without --cache-ram
+    std::unique_ptr<PromptCacheRam> ram_;        // null without --cache-ram
     std::deque<std::shared_ptr<Task>> waiting_;  // scheduler thread only
     Batch batch_;
     DecodeOutput out_;

@@ -20,8 +20,8 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     sampler_ = std::make_unique<Sampler>(gp.sampling, n_vocab_);
     for (int32_t t : task_->prompt) sampler_->accept(t);  // penalties see the prompt, as in llama.cpp
     decoder_ = std::make_unique<StreamDecoder>(tok_, gp.special, gp.shown_tokens);
-    output_ = std::make_unique<TextOutput>(gp.stop, gp.reasoning, gp.think_open, gp.think_close,
-                                           gp.starts_in_reasoning);
+    output_ =
+        std::make_unique<TextOutput>(gp.stop, gp.reasoning, gp.think_open, gp.think_close, gp.starts_in_reasoning);
     guard_.reset();
     grammar_.reset();
     if (gp.grammar) grammar_ = std::make_unique<GrammarConstraint>(*gp.grammar);
@@ -86,7 +86,8 @@ TokenInfo Slot::token_info(const float* logits, int32_t id, bool forced) const {
         info.logprob = sampler_->prob_of(id);
         std::vector<bee::TokenProb> cand = sampler_->candidates();
         if (!sampler_->candidates_sorted())
-            std::stable_sort(cand.begin(), cand.end(), [](const bee::TokenProb& a, const bee::TokenProb& b) { return a.p > b.p; });
+            std::stable_sort(cand.begin(), cand.end(),
+                             [](const bee::TokenProb& a, const bee::TokenProb& b) { return a.p > b.p; });
         for (size_t i = 0; i < cand.size() && (int32_t)i < gp.n_probs; i++) info.top.push_back({cand[i].id, cand[i].p});
         return info;
     }

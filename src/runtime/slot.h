@@ -12,10 +12,10 @@
 #include "chat/loop_guard.h"
 #include "model/batch.h"
 #include "model/engine.h"
-#include "sample/grammar.h"
-#include "sample/sampler.h"
 #include "runtime/task.h"
 #include "runtime/text_output.h"
+#include "sample/grammar.h"
+#include "sample/sampler.h"
 #include "spec/speculator.h"
 #include "tokenizer/tokenizer.h"
 
@@ -121,7 +121,7 @@ private:
     std::unique_ptr<TextOutput> output_;
     std::unique_ptr<chat::LoopGuard> guard_;
     std::unique_ptr<GrammarConstraint> grammar_;  // the task's grammar (null: unconstrained)
-    std::deque<int32_t> forced_;  // tokens injected instead of sampling (forced end of reasoning)
+    std::deque<int32_t> forced_;                  // tokens injected instead of sampling (forced end of reasoning)
     FinishInfo fin_;
     int32_t last_ = -1;
     int32_t n_predicted_ = 0;

@@ -48,7 +48,8 @@ SlotActionResult slot_restore(SeqMemory& mem, int seq, std::vector<int32_t>& cac
     if ((int)f.tokens.size() != n)
         fail("slot file '%s' holds %zu tokens but %d KV cells", path.c_str(), f.tokens.size(), n);
     for (int i = 0; i < n; i++)
-        if (f.state.pos[i] != i) fail("slot file '%s': cell %d is at position %d (expected %d)", path.c_str(), i, f.state.pos[i], i);
+        if (f.state.pos[i] != i)
+            fail("slot file '%s': cell %d is at position %d (expected %d)", path.c_str(), i, f.state.pos[i], i);
     if (n >= n_ctx_slot)
         fail("slot file '%s' holds %d tokens; the slot's context is %d (start the server with a larger -c)",
              path.c_str(), n, n_ctx_slot);

@@ -67,9 +67,7 @@ TextDelta TextOutput::split(std::string_view text) {
     return d;
 }
 
-TextDelta TextOutput::feed(std::string_view piece, std::string* hit) {
-    return split(stop_.feed(piece, hit));
-}
+TextDelta TextOutput::feed(std::string_view piece, std::string* hit) { return split(stop_.feed(piece, hit)); }
 
 TextDelta TextOutput::flush() {
     TextDelta d = split(stop_.flush());

@@ -33,8 +33,7 @@ struct TextDelta {
 class TextOutput {
 public:
     // reasoning: split <think> spans off; open/close are the tags, starts_inside if the prompt opened one.
-    TextOutput(std::vector<std::string> stops, bool reasoning, std::string open, std::string close,
-               bool starts_inside);
+    TextOutput(std::vector<std::string> stops, bool reasoning, std::string open, std::string close, bool starts_inside);
     // Feeds a decoded piece; sets *hit when a stop string ended the text.
     TextDelta feed(std::string_view piece, std::string* hit);
     TextDelta flush();

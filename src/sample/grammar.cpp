@@ -58,10 +58,11 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g) : g_(std::move(
     Budget b;
     for (uint32_t alt : g_->rules[g_->root]) {
         if (!expand(Stack{alt}, stacks_, b))
-            fail("grammar: reaching its first characters takes more than %zu steps (the matcher's step-work budget); "
-                 "make it less ambiguous and shallower: avoid optional repetitions nested in repetitions, e.g. "
-                 "(\"a\"{0,9}){0,9}, and long chains of rules that each start with the next",
-                 kGrammarMaxStepWork);
+            fail(
+                "grammar: reaching its first characters takes more than %zu steps (the matcher's step-work budget); "
+                "make it less ambiguous and shallower: avoid optional repetitions nested in repetitions, e.g. "
+                "(\"a\"{0,9}){0,9}, and long chains of rules that each start with the next",
+                kGrammarMaxStepWork);
     }
     std::vector<Stack> start;
     start.swap(stacks_);
@@ -69,10 +70,11 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> g) : g_(std::move(
     start.erase(std::unique(start.begin(), start.end()), start.end());
     set_stacks(start);
     if (stacks_.size() > kGrammarMaxStacks)
-        fail("grammar: its start can be parsed %zu ways at once, above the matcher's budget of %zu live stacks; "
-             "use fewer alternatives at one point (e.g. a shared prefix factored out) and avoid nesting optional "
-             "repetitions",
-             stacks_.size(), kGrammarMaxStacks);
+        fail(
+            "grammar: its start can be parsed %zu ways at once, above the matcher's budget of %zu live stacks; "
+            "use fewer alternatives at one point (e.g. a shared prefix factored out) and avoid nesting optional "
+            "repetitions",
+            stacks_.size(), kGrammarMaxStacks);
 }
 
 // Moves a stack forward until its top is a code point set (or it is empty: the grammar is complete),
@@ -224,9 +226,7 @@ bool GrammarMatcher::refused_first(uint32_t cp) const {
     return true;
 }
 
-void GrammarMatcher::refuse_first(uint32_t cp) const {
-    refused_first_[cp] = last_refusal_;
-}
+void GrammarMatcher::refuse_first(uint32_t cp) const { refused_first_[cp] = last_refusal_; }
 
 // One byte of a token from level `from` to level `to` (= level `at`): the same checks, in the same order,
 // as advance() makes for that byte; a completed character steps the stacks into own[at].

@@ -39,8 +39,8 @@ constexpr size_t kGrammarMaxScanWork = 1u << 25;  // the same, for all tokens ch
 struct GrammarElem {
     enum Kind : uint8_t { chars, rule, end };  // end: closes an alternative
     Kind kind = end;
-    bool negated = false;                              // chars: matches what is NOT in ranges
-    uint32_t rule_id = 0;                              // rule: the referenced rule
+    bool negated = false;                               // chars: matches what is NOT in ranges
+    uint32_t rule_id = 0;                               // rule: the referenced rule
     std::vector<std::pair<uint32_t, uint32_t>> ranges;  // chars: inclusive code point ranges
     bool matches(uint32_t cp) const;
 };
@@ -118,16 +118,16 @@ private:
     void set_stacks(std::vector<Stack>& stacks);
 
     std::shared_ptr<const Grammar> g_;
-    std::vector<Stack> stacks_;  // every top is a `chars` element, or the stack is empty (complete)
+    std::vector<Stack> stacks_;    // every top is a `chars` element, or the stack is empty (complete)
     uint64_t ascii_next_[2] = {};  // bit c: some stack takes ASCII character c next (quick_reject's test)
     mutable size_t work_done_ = 0;
     // Code points no stack can take next, each with the budget that refused it (nullptr: the grammar did).
     mutable std::map<uint32_t, const char*> refused_first_;
     mutable const char* budget_hit_ = nullptr;    // see budget_hit()
     mutable const char* last_refusal_ = nullptr;  // the budget that refused the last step() (nullptr: none)
-    uint32_t partial_cp_ = 0;    // bits of a character whose UTF-8 bytes are not all seen yet
-    int partial_left_ = 0;       // continuation bytes still expected
-    uint32_t partial_min_ = 0;   // smallest code point its length may encode (shorter forms are overlong)
+    uint32_t partial_cp_ = 0;                     // bits of a character whose UTF-8 bytes are not all seen yet
+    int partial_left_ = 0;                        // continuation bytes still expected
+    uint32_t partial_min_ = 0;  // smallest code point its length may encode (shorter forms are overlong)
 };
 
 // Each token's text as the grammar sees it, built once per model by the caller (sample/ does not know
@@ -178,8 +178,8 @@ public:
 
 private:
     struct Verdict {
-        std::vector<uint8_t> ok;        // (n_vocab) 1: allowed
-        const char* budget = nullptr;   // a budget refused some token while it was computed
+        std::vector<uint8_t> ok;       // (n_vocab) 1: allowed
+        const char* budget = nullptr;  // a budget refused some token while it was computed
     };
     bool mask(const Sampler& s, const float* logits);
     const Verdict& allowed_all();

@@ -87,7 +87,9 @@ private:
     void charge(size_t n, size_t at) {
         n_symbols_ += n;
         if (n_symbols_ > kGrammarMaxSymbols)
-            error(at, strfmt("the grammar expands to more than %zu elements (the compiled-size budget)", kGrammarMaxSymbols),
+            error(at,
+                  strfmt("the grammar expands to more than %zu elements (the compiled-size budget)",
+                         kGrammarMaxSymbols),
                   "use '*' or '+' instead of large {m,n} counts, and fewer or shorter alternatives");
     }
 
@@ -109,7 +111,8 @@ private:
         const size_t at = pos_;
         const std::string name = parse_name();
         skip_space(false);
-        if (s_.substr(pos_, 3) != "::=") error(pos_, "expected '::=' after rule name '" + name + "'", "write `name ::= definition`");
+        if (s_.substr(pos_, 3) != "::=")
+            error(pos_, "expected '::=' after rule name '" + name + "'", "write `name ::= definition`");
         pos_ += 3;
         skip_space(true);
         const uint32_t id = rule_id(name, at);
@@ -152,11 +155,20 @@ private:
                 case 'r': return '\r';
                 case 't': return '\t';
                 case '0': return 0;
-                case '\\': case '"': case '\'': case '[': case ']': case '-': case '/': case '^': return (uint32_t)e;
+                case '\\':
+                case '"':
+                case '\'':
+                case '[':
+                case ']':
+                case '-':
+                case '/':
+                case '^': return (uint32_t)e;
                 case 'x': return parse_hex(2, at);
                 case 'u': return parse_hex(4, at);
                 case 'U': return parse_hex(8, at);
-                default: error(at, strfmt("unknown escape '\\%c'", e), "use \\n \\r \\t \\\\ \\\" \\[ \\] \\xHH \\uHHHH or \\UHHHHHHHH");
+                default:
+                    error(at, strfmt("unknown escape '\\%c'", e),
+                          "use \\n \\r \\t \\\\ \\\" \\[ \\] \\xHH \\uHHHH or \\UHHHHHHHH");
             }
         }
         int n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : -1;
@@ -176,7 +188,10 @@ private:
         uint32_t v = 0;
         for (int i = 0; i < digits; i++) {
             const char h = peek();
-            int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+            int d = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
             if (d < 0) error(at, strfmt("escape needs %d hex digits", digits), "e.g. \\x41, \\u00e9, \\U0001F600");
             v = v * 16 + (uint32_t)d;
             pos_++;
@@ -189,7 +204,8 @@ private:
         const size_t at = pos_;
         pos_++;  // opening quote
         while (peek() != '"') {
-            if (eof() || peek() == '\n') error(at, "unterminated string literal", "close it with '\"' on the same line");
+            if (eof() || peek() == '\n')
+                error(at, "unterminated string literal", "close it with '\"' on the same line");
             const uint32_t cp = parse_char();
             Sym sym;
             sym.ranges.push_back({cp, cp});
@@ -227,11 +243,13 @@ private:
         const size_t at = pos_;
         if (peek(1) != '[') error(at, "expected '<[' to start a token", "write a token by id as <[123]>");
         pos_ += 2;
-        if (!(peek() >= '0' && peek() <= '9')) error(at, "expected a token id in <[...]>", "write a token by id as <[123]>");
+        if (!(peek() >= '0' && peek() <= '9'))
+            error(at, "expected a token id in <[...]>", "write a token by id as <[123]>");
         uint32_t id = 0;
         while (peek() >= '0' && peek() <= '9') {
             id = id * 10 + (uint32_t)(peek() - '0');
-            if (id > kGrammarMaxTokenId) error(at, "token id too large", "use the id of a token of the model's vocabulary");
+            if (id > kGrammarMaxTokenId)
+                error(at, "token id too large", "use the id of a token of the model's vocabulary");
             pos_++;
         }
         if (peek() != ']' || peek(1) != '>') error(at, "unclosed token '<[id'", "close it with ']>'");
@@ -247,7 +265,8 @@ private:
         if (!(peek() >= '0' && peek() <= '9')) error(at, "expected a number in {m,n}", "write {m}, {m,} or {m,n}");
         while (peek() >= '0' && peek() <= '9') {
             v = v * 10 + (uint64_t)(peek() - '0');
-            if (v > kMaxRepeat) error(at, strfmt("repetition count above %u", kMaxRepeat), "use '*' or '+' for long repetitions");
+            if (v > kMaxRepeat)
+                error(at, strfmt("repetition count above %u", kMaxRepeat), "use '*' or '+' for long repetitions");
             pos_++;
         }
         return (uint32_t)v;
@@ -256,7 +275,8 @@ private:
     // Applies a postfix operator to seq[start..]: the item is replaced by a reference to a new rule.
     void apply_postfix(Seq& seq, size_t start, const std::string& rule) {
         const size_t at = pos_;
-        if (start >= seq.size()) error(at, strfmt("'%c' has nothing to repeat", peek()), "put it after a literal, class, rule or group");
+        if (start >= seq.size())
+            error(at, strfmt("'%c' has nothing to repeat", peek()), "put it after a literal, class, rule or group");
         auto ref = [](uint32_t id) {
             Sym s;
             s.is_rule = true;
@@ -372,7 +392,9 @@ private:
                 s.rule = rule_id(name, at);
                 seq.push_back(std::move(s));
             } else if (c == '*' || c == '+' || c == '?' || c == '{') {
-                if (!has_item) error(pos_, strfmt("'%c' has nothing to repeat", c), "put it after a literal, class, rule or group");
+                if (!has_item)
+                    error(pos_, strfmt("'%c' has nothing to repeat", c),
+                          "put it after a literal, class, rule or group");
                 apply_postfix(seq, last, rule);
                 continue;
             } else {
@@ -387,9 +409,12 @@ private:
     std::shared_ptr<const Grammar> finish() {
         if (rules_.empty()) fail("grammar: empty grammar; define at least `root ::= ...`");
         for (size_t i = 0; i < rules_.size(); i++)
-            if (!defined_[i]) error(first_use_[i], "undefined rule '" + names_[i] + "'", "define it (`name ::= ...`) or fix the name");
+            if (!defined_[i])
+                error(first_use_[i], "undefined rule '" + names_[i] + "'",
+                      "define it (`name ::= ...`) or fix the name");
         auto root = ids_.find("root");
-        if (root == ids_.end() || !defined_[root->second]) fail("grammar: no 'root' rule; the grammar starts at `root ::= ...`");
+        if (root == ids_.end() || !defined_[root->second])
+            fail("grammar: no 'root' rule; the grammar starts at `root ::= ...`");
         check_left_recursion();
         auto g = std::make_shared<Grammar>();
         g->names = names_;
@@ -427,7 +452,8 @@ private:
             for (size_t r = 0; r < n; r++) {
                 if (nullable[r]) continue;
                 for (const Seq& alt : rules_[r]) {
-                    const bool all = std::all_of(alt.begin(), alt.end(), [&](const Sym& s) { return s.is_rule && nullable[s.rule]; });
+                    const bool all = std::all_of(alt.begin(), alt.end(),
+                                                 [&](const Sym& s) { return s.is_rule && nullable[s.rule]; });
                     if (all) {
                         nullable[r] = changed = true;
                         break;
@@ -459,9 +485,10 @@ private:
                 }
                 const uint32_t t = left[r][i++];
                 if (mark[t] == 1)
-                    fail("grammar: rule '%s' is left-recursive (it can reach itself without consuming text); rewrite it "
-                         "with repetition, e.g. `list ::= item (\",\" item)*`",
-                         names_[t].c_str());
+                    fail(
+                        "grammar: rule '%s' is left-recursive (it can reach itself without consuming text); rewrite it "
+                        "with repetition, e.g. `list ::= item (\",\" item)*`",
+                        names_[t].c_str());
                 if (mark[t] == 0) {
                     mark[t] = 1;
                     path.push_back({t, 0});
@@ -472,8 +499,8 @@ private:
 
     std::string_view s_;
     size_t pos_ = 0;
-    uint32_t depth_ = 0;      // groups open at pos_
-    size_t n_symbols_ = 0;    // elements so far, against kGrammarMaxSymbols
+    uint32_t depth_ = 0;    // groups open at pos_
+    size_t n_symbols_ = 0;  // elements so far, against kGrammarMaxSymbols
     std::map<std::string, uint32_t> ids_;
     std::vector<std::string> names_;
     std::vector<Alts> rules_;

@@ -11,9 +11,8 @@ const GrammarVocab::Trie& GrammarVocab::trie() const {
         Trie& t = trie_;
         for (size_t id = 0; id < text.size(); id++)
             if (!text[id].empty() && !(id < is_eog.size() && is_eog[id])) t.order.push_back((int32_t)id);
-        std::sort(t.order.begin(), t.order.end(), [this](int32_t a, int32_t b) {
-            return text[a] != text[b] ? text[a] < text[b] : a < b;
-        });
+        std::sort(t.order.begin(), t.order.end(),
+                  [this](int32_t a, int32_t b) { return text[a] != text[b] ? text[a] < text[b] : a < b; });
         t.lcp.resize(t.order.size());
         for (size_t k = 0; k < t.order.size(); k++) {
             const std::string& cur = text[t.order[k]];
@@ -32,7 +31,7 @@ const GrammarVocab::Trie& GrammarVocab::trie() const {
 // and a prefix that cannot continue skips every following token that shares it.
 bool GrammarMatcher::allows_each(const GrammarVocab& v, std::vector<uint8_t>& ok, size_t max_work) const {
     const GrammarVocab::Trie& trie = v.trie();
-    std::vector<ScanLevel> level(trie.max_len + 1);       // level[d]: the state after d bytes of the token
+    std::vector<ScanLevel> level(trie.max_len + 1);         // level[d]: the state after d bytes of the token
     std::vector<std::vector<Stack>> own(trie.max_len + 1);  // own[d]: stacks after a character ended at byte d
     level[0] = ScanLevel{-1, partial_cp_, partial_min_, partial_left_};
     constexpr size_t kNone = SIZE_MAX;

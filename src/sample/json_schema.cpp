@@ -28,19 +28,39 @@ json-boolean ::= "true" | "false"
 json-null ::= "null"
 )";
 
-const std::set<std::string> kAnnotations = {"title", "description", "default", "examples", "$schema", "$id", "$comment",
-                                            "$defs", "definitions"};
-const std::set<std::string> kKeywords = {"type", "properties", "required", "additionalProperties", "items", "minItems",
-                                         "maxItems", "minLength", "maxLength", "enum", "const", "anyOf", "oneOf", "$ref",
-                                         "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-                                         "exclusiveMaximum", "allOf", "prefixItems"};
+const std::set<std::string> kAnnotations = {"title", "description", "default", "examples",   "$schema",
+                                            "$id",   "$comment",    "$defs",   "definitions"};
+const std::set<std::string> kKeywords = {"type",
+                                         "properties",
+                                         "required",
+                                         "additionalProperties",
+                                         "items",
+                                         "minItems",
+                                         "maxItems",
+                                         "minLength",
+                                         "maxLength",
+                                         "enum",
+                                         "const",
+                                         "anyOf",
+                                         "oneOf",
+                                         "$ref",
+                                         "pattern",
+                                         "format",
+                                         "minimum",
+                                         "maximum",
+                                         "exclusiveMinimum",
+                                         "exclusiveMaximum",
+                                         "allOf",
+                                         "prefixItems"};
 
 // `format` values with an exact grammar (RFC 3339 date/time, RFC 4122 uuid). Others are refused rather
 // than silently unconstrained, so a client never gets output it believes was checked.
 const std::map<std::string, std::string> kFormats = {
     {"date", R"("\"" [0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) "\"")"},
-    {"time", R"("\"" ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ) "\"")"},
-    {"date-time", R"("\"" [0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) "T" ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ) "\"")"},
+    {"time",
+     R"("\"" ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ) "\"")"},
+    {"date-time",
+     R"("\"" [0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) "T" ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{1,9} )? ( "Z" | [+-] ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] ) "\"")"},
     {"uuid", R"("\"" [0-9a-f]{8} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{4} "-" [0-9a-f]{12} "\"")"},
 };
 
@@ -80,7 +100,8 @@ size_t json_nodes(const Json& j, const std::string& path, size_t cap) {
 std::pair<std::string, std::string> local_ref(const std::string& ref) {
     for (const char* section : {"$defs", "definitions"}) {
         const std::string prefix = std::string("#/") + section + "/";
-        if (ref.rfind(prefix, 0) == 0 && ref.size() > prefix.size() && ref.find('/', prefix.size()) == std::string::npos)
+        if (ref.rfind(prefix, 0) == 0 && ref.size() > prefix.size() &&
+            ref.find('/', prefix.size()) == std::string::npos)
             return {section, ref.substr(prefix.size())};
     }
     return {"", ""};
@@ -136,7 +157,8 @@ JsonSchemaGbnf::JsonSchemaGbnf(const Json& root, std::string prefix) : root_(roo
 void JsonSchemaGbnf::charge(size_t n, const std::string& path) {
     work_ += n;
     if (work_ > kJsonSchemaMaxWork)
-        unsupported(strfmt("the schema compiles to more than %zu bytes of grammar (the compile budget)", kJsonSchemaMaxWork),
+        unsupported(strfmt("the schema compiles to more than %zu bytes of grammar (the compile budget)",
+                           kJsonSchemaMaxWork),
                     path, "use $ref for repeated parts, fewer properties or alternatives, and smaller bounds");
 }
 
@@ -153,7 +175,8 @@ std::string JsonSchemaGbnf::named(const std::string& body) {
 
 std::string JsonSchemaGbnf::expr(const Json& s, const std::string& path) {
     if (depth_ >= kJsonSchemaMaxDepth)
-        unsupported(strfmt("schemas nested deeper than %zu (the nesting limit, $ref hops included)", kJsonSchemaMaxDepth),
+        unsupported(strfmt("schemas nested deeper than %zu (the nesting limit, $ref hops included)",
+                           kJsonSchemaMaxDepth),
                     path, "flatten the schema");
     depth_++;
     std::string out = schema_expr(s, path);
@@ -171,7 +194,8 @@ std::string JsonSchemaGbnf::schema_expr(const Json& s, const std::string& path) 
     for (auto& [k, v] : s.items()) {
         (void)v;
         if (!kKeywords.count(k) && !kAnnotations.count(k))
-            unsupported("unsupported keyword '" + k + "'", path, "remove it or use a supported keyword (see the README)");
+            unsupported("unsupported keyword '" + k + "'", path,
+                        "remove it or use a supported keyword (see the README)");
     }
     if (s.contains("allOf")) return expr(merge_all_of(s, path), path);
     if (s.contains("$ref")) {
@@ -181,7 +205,8 @@ std::string JsonSchemaGbnf::schema_expr(const Json& s, const std::string& path) 
     if (s.contains("const")) return gbnf_literal(s["const"].dump());
     if (s.contains("enum")) {
         const Json& e = s["enum"];
-        if (!e.is_array() || e.empty()) unsupported("'enum' must be a non-empty array", path, "list the allowed values");
+        if (!e.is_array() || e.empty())
+            unsupported("'enum' must be a non-empty array", path, "list the allowed values");
         std::string alts;
         for (const Json& v : e) alts += (alts.empty() ? "" : " | ") + gbnf_literal(v.dump());
         return "( " + alts + " )";
@@ -189,7 +214,8 @@ std::string JsonSchemaGbnf::schema_expr(const Json& s, const std::string& path) 
     for (const char* key : {"anyOf", "oneOf"}) {
         if (!s.contains(key)) continue;
         const Json& list = s[key];
-        if (!list.is_array() || list.empty()) unsupported(strfmt("'%s' must be a non-empty array", key), path, "list the schemas");
+        if (!list.is_array() || list.empty())
+            unsupported(strfmt("'%s' must be a non-empty array", key), path, "list the schemas");
         std::string alts;
         for (size_t i = 0; i < list.size(); i++)
             alts += (alts.empty() ? "" : " | ") + expr(list[i], path + "/" + key + "/" + std::to_string(i));
@@ -205,7 +231,8 @@ std::string JsonSchemaGbnf::schema_expr(const Json& s, const std::string& path) 
         return "json-value";
     }
     if (t->is_string()) return type_expr(t->get<std::string>(), s, path);
-    if (!t->is_array() || t->empty()) unsupported("'type' must be a string or an array of strings", path, "fix the schema");
+    if (!t->is_array() || t->empty())
+        unsupported("'type' must be a string or an array of strings", path, "fix the schema");
     std::string alts;
     std::set<std::string> seen;
     for (const Json& x : *t) {
@@ -240,7 +267,8 @@ std::string JsonSchemaGbnf::integer_expr(const Json& s, const std::string& path)
         auto it = s.find(key);
         if (it == s.end()) return std::nullopt;
         if (!it->is_number())
-            unsupported(strfmt("'%s' must be a number (draft 4's boolean form is not supported)", key), path, "fix the schema");
+            unsupported(strfmt("'%s' must be a number (draft 4's boolean form is not supported)", key), path,
+                        "fix the schema");
         const double v = it->get<double>();
         if (!(std::fabs(v) < 1e18)) unsupported(strfmt("'%s' is beyond 1e18", key), path, "use a smaller bound");
         return v;  // gbnf_int_range drops bounds beyond json-integer's 16 digits, or refuses an empty range
@@ -262,8 +290,8 @@ Json JsonSchemaGbnf::merge_all_of(const Json& s, const std::string& path) {
     if (!list.is_array() || list.empty()) unsupported("'allOf' must be a non-empty array", path, "list the schemas");
     Json rest = s;
     rest.erase("allOf");
-    const bool only_annotations =
-        std::all_of(rest.items().begin(), rest.items().end(), [](const auto& kv) { return kAnnotations.count(kv.key()) > 0; });
+    const bool only_annotations = std::all_of(rest.items().begin(), rest.items().end(),
+                                              [](const auto& kv) { return kAnnotations.count(kv.key()) > 0; });
     if (list.size() == 1 && only_annotations) return list[0];
     Json merged = Json::object();
     auto add = [&](Json part, const std::string& where) {
@@ -272,12 +300,14 @@ Json JsonSchemaGbnf::merge_all_of(const Json& s, const std::string& path) {
             const std::string ref = part["$ref"].get<std::string>();
             const auto [section, key] = local_ref(ref);
             if (section.empty() || !root_.contains(section) || !root_[section].contains(key))
-                unsupported("'$ref' \"" + ref + "\" in 'allOf' is not a local definition", where, "use \"#/$defs/Name\"");
+                unsupported("'$ref' \"" + ref + "\" in 'allOf' is not a local definition", where,
+                            "use \"#/$defs/Name\"");
             seen.push_back(ref);
             if (std::count(seen.begin(), seen.end(), ref) > 1) {
                 std::string cycle;
                 for (const std::string& r : seen) cycle += (cycle.empty() ? "" : " -> ") + r;
-                unsupported("a '$ref' cycle in 'allOf' (" + cycle + ")", where, "break the cycle: a definition cannot be only itself");
+                unsupported("a '$ref' cycle in 'allOf' (" + cycle + ")", where,
+                            "break the cycle: a definition cannot be only itself");
             }
             charge(json_nodes(root_[section][key], where, kJsonSchemaMaxWork), where);  // the copy below
             part = root_[section][key];
@@ -295,7 +325,8 @@ Json JsonSchemaGbnf::merge_all_of(const Json& s, const std::string& path) {
             } else if (k == "required") {
                 if (!v.is_array()) unsupported("'required' must be an array of names", where, "fix the schema");
                 for (const Json& n : v)
-                    if (!merged.contains("required") || std::find(merged["required"].begin(), merged["required"].end(), n) == merged["required"].end())
+                    if (!merged.contains("required") ||
+                        std::find(merged["required"].begin(), merged["required"].end(), n) == merged["required"].end())
                         merged["required"].push_back(n);
             } else if (k == "type" && v == "object") {
                 merged["type"] = "object";
@@ -337,7 +368,8 @@ std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) 
         if (!r->is_array()) unsupported("'required' must be an array of names", path, "fix the schema");
         for (const Json& n : *r) {
             if (!n.is_string() || !props->contains(n.get<std::string>()))
-                unsupported("'required' names " + n.dump() + ", which is not in 'properties'", path, "add it to 'properties'");
+                unsupported("'required' names " + n.dump() + ", which is not in 'properties'", path,
+                            "add it to 'properties'");
             required.insert(n.get<std::string>());
         }
     }
@@ -356,7 +388,8 @@ std::string JsonSchemaGbnf::object_expr(const Json& s, const std::string& path) 
     } else {  // all optional: any one may come first, then any of the later ones
         std::string alts = optional_chain(opt, path);
         if (extra) {  // the first extra key has no comma before it when no listed one came first
-            alts = "( " + alts + " ) ( " + more + " )* | " + more.substr(more.find("json-string")) + " ( " + more + " )*";
+            alts =
+                "( " + alts + " ) ( " + more + " )* | " + more.substr(more.find("json-string")) + " ( " + more + " )*";
         }
         body = "( " + alts + " )?";
     }
@@ -396,12 +429,14 @@ std::string JsonSchemaGbnf::array_expr(const Json& s, const std::string& path) {
 // stop after any element from minItems on, as JSON Schema allows a shorter array.
 std::string JsonSchemaGbnf::prefix_array_expr(const Json& s, const std::string& path, uint64_t min, int64_t max) {
     const Json& pre = s["prefixItems"];
-    if (!pre.is_array() || pre.empty()) unsupported("'prefixItems' must be a non-empty array", path, "list the schemas");
+    if (!pre.is_array() || pre.empty())
+        unsupported("'prefixItems' must be a non-empty array", path, "list the schemas");
     const bool no_extra = s.contains("items") && s["items"].is_boolean() && !s["items"].get<bool>();
     size_t n = pre.size();
     if (no_extra) max = max < 0 ? (int64_t)n : std::min<int64_t>(max, (int64_t)n);
     if (max >= 0 && (uint64_t)max < n) n = (size_t)max;  // later prefix schemas can never be used
-    if (max >= 0 && (uint64_t)max < min) unsupported("'minItems' above what 'prefixItems' and 'items' allow", path, "fix the bounds");
+    if (max >= 0 && (uint64_t)max < min)
+        unsupported("'minItems' above what 'prefixItems' and 'items' allow", path, "fix the bounds");
     std::string tail;  // the elements after the prefix
     if (max < 0 || (uint64_t)max > n) {
         const std::string item = named(s.contains("items") ? expr(s["items"], path + "/items") : "json-value");
@@ -441,7 +476,8 @@ std::string JsonSchemaGbnf::string_expr(const Json& s, const std::string& path) 
 std::string JsonSchemaGbnf::ref_rule(const std::string& ref, const std::string& path) {
     const auto [section, key] = local_ref(ref);
     if (section.empty())
-        unsupported("'$ref' \"" + ref + "\" is not a local definition", path, "use \"#/$defs/Name\" or \"#/definitions/Name\"");
+        unsupported("'$ref' \"" + ref + "\" is not a local definition", path,
+                    "use \"#/$defs/Name\" or \"#/definitions/Name\"");
     if (!root_.contains(section) || !root_[section].contains(key))
         unsupported("'$ref' \"" + ref + "\" names a missing definition", path, "add it under " + section);
     std::string name = prefix_;

@@ -57,8 +57,8 @@ private:
 
     const nlohmann::ordered_json& root_;
     std::string prefix_;
-    std::map<std::string, std::string> defs_;  // rule name -> its definition (refs, filled once)
-    std::set<std::string> pending_;            // refs being generated (recursion)
+    std::map<std::string, std::string> defs_;   // rule name -> its definition (refs, filled once)
+    std::set<std::string> pending_;             // refs being generated (recursion)
     std::map<std::string, std::string> named_;  // helper rule body -> its name (one rule per body)
     size_t depth_ = 0;                          // expr() calls open, against kJsonSchemaMaxDepth
     size_t work_ = 0;                           // bytes built so far, against kJsonSchemaMaxWork

@@ -12,7 +12,7 @@ namespace bee {
 
 namespace {
 
-constexpr int kMaxDigits = 16;                      // json-integer's limit (see kPrimitives)
+constexpr int kMaxDigits = 16;                       // json-integer's limit (see kPrimitives)
 constexpr int64_t kMaxMagnitude = 9999999999999999;  // the largest 16-digit number
 
 std::string alts(const std::vector<std::string>& a) {

@@ -90,7 +90,8 @@ std::vector<uint32_t> decode_utf8(const std::string& s, const std::string& path)
     for (size_t i = 0; i < s.size();) {
         const unsigned char c = (unsigned char)s[i];
         const int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-        if (n == 0 || i + n > s.size()) fail("json_schema: 'pattern' at %s is not valid UTF-8; fix the schema", path.c_str());
+        if (n == 0 || i + n > s.size())
+            fail("json_schema: 'pattern' at %s is not valid UTF-8; fix the schema", path.c_str());
         uint32_t cp = n == 1 ? c : c & (0x7F >> n);
         for (int k = 1; k < n; k++) cp = (cp << 6) | ((unsigned char)s[i + k] & 0x3F);
         out.push_back(cp);
@@ -117,15 +118,16 @@ public:
         std::string body = alternation();
         if (pos_ < cp_.size()) error(cp_[pos_] == ')' ? "an unmatched ')'" : "an unexpected character");
         // An unanchored pattern matches anywhere in the string (JSON Schema's search semantics).
-        return "\"\\\"\" " + std::string(start ? "" : "json-char* ") + "( " + body + " )" +
-               (end ? "" : " json-char*") + " \"\\\"\"";
+        return "\"\\\"\" " + std::string(start ? "" : "json-char* ") + "( " + body + " )" + (end ? "" : " json-char*") +
+               " \"\\\"\"";
     }
 
 private:
     [[noreturn]] void error(const std::string& what) const {
-        fail("json_schema: 'pattern' \"%s\" at %s: %s at character %zu; supported: literals, escapes, [classes], "
-             "\\d \\w \\s, '.', groups (...) and (?:...), '|', ? * + {m,n}, ^ at the start and $ at the end",
-             pattern_.c_str(), path_.c_str(), what.c_str(), pos_);
+        fail(
+            "json_schema: 'pattern' \"%s\" at %s: %s at character %zu; supported: literals, escapes, [classes], "
+            "\\d \\w \\s, '.', groups (...) and (?:...), '|', ? * + {m,n}, ^ at the start and $ at the end",
+            pattern_.c_str(), path_.c_str(), what.c_str(), pos_);
     }
     bool more() const { return pos_ < cp_.size(); }
     uint32_t peek() const { return cp_[pos_]; }
@@ -194,7 +196,8 @@ private:
             return a;
         }
         if (more() && peek() == '?') pos_++;  // lazy: the same set of matches, so the same grammar
-        if (more() && (peek() == '?' || peek() == '*' || peek() == '+' || peek() == '{')) error("a repeated quantifier");
+        if (more() && (peek() == '?' || peek() == '*' || peek() == '+' || peek() == '{'))
+            error("a repeated quantifier");
         // An unbounded repetition of something that can match nothing would loop without consuming text.
         const bool unbounded = c == '*' || c == '+' || q.find(",}") != std::string::npos;
         if (unbounded && nullable_) error("'*', '+' or '{m,}' on a group that can match the empty string, e.g. (a*)+");
@@ -231,7 +234,10 @@ private:
             }
             case '^': pos_--; error("'^' not at the start");
             case '$': pos_--; error("'$' not at the end");
-            case '*': case '+': case '?': case '{': pos_--; error("a quantifier with nothing before it");
+            case '*':
+            case '+':
+            case '?':
+            case '{': pos_--; error("a quantifier with nothing before it");
             default: return set_expr({{c, c}});
         }
     }
@@ -255,21 +261,29 @@ private:
             case 'f': set = {{'\f', '\f'}}; return false;
             case 'v': set = {{'\v', '\v'}}; return false;
             case '0': set = {{0, 0}}; return false;
-            case 'x': case 'u': {
+            case 'x':
+            case 'u': {
                 const int n = e == 'x' ? 2 : 4;
                 uint32_t v = 0;
                 for (int k = 0; k < n; k++, pos_++) {
-                    if (!more() || peek() > 0x7F || !std::isxdigit((int)peek())) error(strfmt("'\\%c' without %d hex digits", (char)e, n));
+                    if (!more() || peek() > 0x7F || !std::isxdigit((int)peek()))
+                        error(strfmt("'\\%c' without %d hex digits", (char)e, n));
                     v = v * 16 + (uint32_t)std::stoi(std::string(1, (char)peek()), nullptr, 16);
                 }
                 set = {{v, v}};
                 return false;
             }
             case 'b':
-                if (in_class) { set = {{'\b', '\b'}}; return false; }
+                if (in_class) {
+                    set = {{'\b', '\b'}};
+                    return false;
+                }
                 break;
             default:
-                if (e < 0x80 && !std::isalnum((int)e)) { set = {{e, e}}; return false; }  // \. \( \\ ...
+                if (e < 0x80 && !std::isalnum((int)e)) {
+                    set = {{e, e}};
+                    return false;
+                }  // \. \( \\ ...
         }
         pos_--;
         error(strfmt("the escape '\\%c' (word boundaries, backreferences, \\p{...} are not supported)", (char)e));

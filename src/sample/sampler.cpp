@@ -100,7 +100,8 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
     for (float v : {params.top_n_sigma, params.typical_p, params.xtc_probability, params.xtc_threshold,
                     params.dynatemp_range, params.dynatemp_exponent})
         if (std::isnan(v)) fail("sampler: NaN sampling parameter");
-    if (params.dynatemp_exponent <= 0.0f) fail("sampler: dynatemp exponent must be > 0 (got %g)", params.dynatemp_exponent);
+    if (params.dynatemp_exponent <= 0.0f)
+        fail("sampler: dynatemp exponent must be > 0 (got %g)", params.dynatemp_exponent);
     if (params.mirostat < 0 || params.mirostat > 2)
         fail("sampler: mirostat %d: use 0 (off), 1 (Mirostat) or 2 (Mirostat 2.0)", params.mirostat);
     if (params.mirostat != 0 && !(params.mirostat_tau > 0.0f && params.mirostat_eta >= 0.0f))
@@ -108,8 +109,10 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
     mu_ = 2.0f * params.mirostat_tau;
     if (std::isnan(params.dry_multiplier) || !(params.dry_base >= 1.0f) || params.dry_allowed_length < 0 ||
         params.dry_penalty_last_n < -1)
-        fail("sampler: DRY needs multiplier >= 0, base >= 1, allowed length >= 0 and penalty_last_n >= -1 (got %g, "
-             "%g, %d, %d)", params.dry_multiplier, params.dry_base, params.dry_allowed_length, params.dry_penalty_last_n);
+        fail(
+            "sampler: DRY needs multiplier >= 0, base >= 1, allowed length >= 0 and penalty_last_n >= -1 (got %g, "
+            "%g, %d, %d)",
+            params.dry_multiplier, params.dry_base, params.dry_allowed_length, params.dry_penalty_last_n);
     if (params.dry_on() && !params.dry_breakers && !params.dry_sequence_breakers.empty())
         fail("sampler: DRY sequence breakers are not bound to the vocabulary (bind_dry_breakers)");
     // Mirostat replaces the filters and their order; penalties and DRY still come first.
@@ -118,7 +121,8 @@ Sampler::Sampler(const SamplingParams& params, int32_t n_vocab) : params_(params
         fail("sampler: repeat_penalty must be > 0 (got %g)", params.repeat_penalty);
     }
     for (const auto& [id, bias] : params.logit_bias) {
-        if (id < 0 || id >= n_vocab) fail("sampler: logit bias for token %d, outside the vocabulary [0, %d)", id, n_vocab);
+        if (id < 0 || id >= n_vocab)
+            fail("sampler: logit bias for token %d, outside the vocabulary [0, %d)", id, n_vocab);
         if (std::isnan(bias) || bias == std::numeric_limits<float>::infinity())
             fail("sampler: logit bias %g for token %d (use a finite number, or -inf to ban the token)", bias, id);
     }
@@ -298,8 +302,8 @@ void Sampler::apply(const float* logits) {
     mirostat_pending_ = false;
     const float inv_t = 1.0f / p.temp;
     const bool greedy = p.temp <= 0.0f || !std::isfinite(inv_t);
-    const bool penalties = !history_.empty() && (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f ||
-                                                 p.presence_penalty != 0.0f);
+    const bool penalties =
+        !history_.empty() && (p.repeat_penalty != 1.0f || p.frequency_penalty != 0.0f || p.presence_penalty != 0.0f);
     const bool dry = p.dry_on() && dry_history_.size() >= 2;
     if (greedy && !penalties && !dry && p.logit_bias.empty()) {  // the logits in place: no copy per row
         bool special = false;

@@ -47,13 +47,13 @@ struct SamplingParams {
     // Added to a token's logit before everything else (-inf: never drawn). Ids must be < n_vocab.
     std::vector<std::pair<int32_t, float>> logit_bias;
     // llama.cpp's further samplers (sampler_extended.cpp), each off at its default.
-    float top_n_sigma = -1.0f;       // > 0: keep logits >= max - n·σ (σ: std of the finite logits)
-    float typical_p = 1.0f;          // < 1: locally typical sampling
-    float xtc_probability = 0.0f;    // > 0: with this chance, drop the likeliest tokens above xtc_threshold
-    float xtc_threshold = 0.1f;      //      (all but the least likely of them; off above 0.5)
-    float dynatemp_range = 0.0f;     // > 0: temperature in temp ± range by the candidates' normalized entropy
+    float top_n_sigma = -1.0f;     // > 0: keep logits >= max - n·σ (σ: std of the finite logits)
+    float typical_p = 1.0f;        // < 1: locally typical sampling
+    float xtc_probability = 0.0f;  // > 0: with this chance, drop the likeliest tokens above xtc_threshold
+    float xtc_threshold = 0.1f;    //      (all but the least likely of them; off above 0.5)
+    float dynatemp_range = 0.0f;   // > 0: temperature in temp ± range by the candidates' normalized entropy
     float dynatemp_exponent = 1.0f;
-    int32_t min_keep = 0;            // top-k / typical / top-p / min-p / XTC keep at least this many
+    int32_t min_keep = 0;  // top-k / typical / top-p / min-p / XTC keep at least this many
     // Mirostat (0: off; 1: Mirostat; 2: Mirostat 2.0): replaces top-k ... XTC and the order. mu starts at
     // 2·tau and moves by eta toward the target surprise tau after each accepted token. Version 2 drops the
     // tokens whose surprise -log2 p (after temperature) exceeds mu; version 1 keeps the top k, k estimated
@@ -145,15 +145,15 @@ private:
     int32_t n_vocab_;
     uint64_t seed_;
     std::mt19937 rng_;
-    std::deque<int32_t> history_;  // last repeat_last_n accepted tokens, oldest first
+    std::deque<int32_t> history_;       // last repeat_last_n accepted tokens, oldest first
     std::vector<int32_t> dry_history_;  // DRY's window: up to dry_penalty_last_n accepted tokens (all if -1)
     size_t leading_ = 0;                // steps of order_ that apply_leading_steps() ran before any filter
     std::vector<SamplerStep> order_;    // params_.order or the default
-    std::vector<float> buf_;       // (n_vocab) sanitized, penalized logits of the current call
-    std::vector<Cand> work_;       // surviving candidates, best first when sorted_
+    std::vector<float> buf_;            // (n_vocab) sanitized, penalized logits of the current call
+    std::vector<Cand> work_;            // surviving candidates, best first when sorted_
     std::vector<TokenProb> cur_;
     bool sorted_ = false;
-    float mu_ = 0.0f;               // mirostat's surprise cap (bits)
+    float mu_ = 0.0f;                // mirostat's surprise cap (bits)
     bool mirostat_pending_ = false;  // cur_ is a mirostat distribution that no accept() has used yet
 };
 

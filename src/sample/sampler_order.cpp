@@ -16,24 +16,34 @@ struct Name {
 
 // The first name of each step is its canonical one.
 constexpr Name kNames[] = {
-    {"penalties", SamplerStep::penalties},     {"dry", SamplerStep::dry},
-    {"top_n_sigma", SamplerStep::top_n_sigma}, {"top-n-sigma", SamplerStep::top_n_sigma},
-    {"top_k", SamplerStep::top_k},             {"top-k", SamplerStep::top_k},
-    {"typ_p", SamplerStep::typical},           {"typical_p", SamplerStep::typical},
-    {"typical-p", SamplerStep::typical},       {"typ-p", SamplerStep::typical},
-    {"typ", SamplerStep::typical},             {"typical", SamplerStep::typical},
-    {"top_p", SamplerStep::top_p},             {"top-p", SamplerStep::top_p},
-    {"nucleus", SamplerStep::top_p},           {"min_p", SamplerStep::min_p},
-    {"min-p", SamplerStep::min_p},             {"xtc", SamplerStep::xtc},
-    {"temperature", SamplerStep::temperature}, {"temp", SamplerStep::temperature},
+    {"penalties", SamplerStep::penalties},
+    {"dry", SamplerStep::dry},
+    {"top_n_sigma", SamplerStep::top_n_sigma},
+    {"top-n-sigma", SamplerStep::top_n_sigma},
+    {"top_k", SamplerStep::top_k},
+    {"top-k", SamplerStep::top_k},
+    {"typ_p", SamplerStep::typical},
+    {"typical_p", SamplerStep::typical},
+    {"typical-p", SamplerStep::typical},
+    {"typ-p", SamplerStep::typical},
+    {"typ", SamplerStep::typical},
+    {"typical", SamplerStep::typical},
+    {"top_p", SamplerStep::top_p},
+    {"top-p", SamplerStep::top_p},
+    {"nucleus", SamplerStep::top_p},
+    {"min_p", SamplerStep::min_p},
+    {"min-p", SamplerStep::min_p},
+    {"xtc", SamplerStep::xtc},
+    {"temperature", SamplerStep::temperature},
+    {"temp", SamplerStep::temperature},
 };
 
 constexpr struct {
     char letter;
     SamplerStep step;
-} kLetters[] = {{'e', SamplerStep::penalties}, {'d', SamplerStep::dry},   {'s', SamplerStep::top_n_sigma},
+} kLetters[] = {{'e', SamplerStep::penalties}, {'d', SamplerStep::dry},     {'s', SamplerStep::top_n_sigma},
                 {'k', SamplerStep::top_k},     {'y', SamplerStep::typical}, {'p', SamplerStep::top_p},
-                {'m', SamplerStep::min_p},     {'x', SamplerStep::xtc},   {'t', SamplerStep::temperature}};
+                {'m', SamplerStep::min_p},     {'x', SamplerStep::xtc},     {'t', SamplerStep::temperature}};
 
 const char* kKnown = "penalties, dry, top_n_sigma, top_k, typ_p, top_p, min_p, xtc, temperature";
 
@@ -49,9 +59,11 @@ bool find_name(const std::string& s, SamplerStep* out) {
 }  // namespace
 
 const std::vector<SamplerStep>& default_sampler_order() {
-    static const std::vector<SamplerStep> order = {
-        SamplerStep::penalties, SamplerStep::dry,   SamplerStep::top_n_sigma, SamplerStep::top_k,      SamplerStep::typical,
-        SamplerStep::top_p,     SamplerStep::min_p, SamplerStep::xtc,         SamplerStep::temperature};
+    static const std::vector<SamplerStep> order = {SamplerStep::penalties,   SamplerStep::dry,
+                                                   SamplerStep::top_n_sigma, SamplerStep::top_k,
+                                                   SamplerStep::typical,     SamplerStep::top_p,
+                                                   SamplerStep::min_p,       SamplerStep::xtc,
+                                                   SamplerStep::temperature};
     return order;
 }
 
@@ -78,8 +90,10 @@ std::vector<SamplerStep> parse_sampler_order(const std::string& text) {
                     found = true;
                 }
             if (!found)
-                fail("unknown sampler letter '%c' in \"%s\" (e penalties, d dry, s top_n_sigma, k top_k, y typical, "
-                     "p top_p, m min_p, x xtc, t temperature)", c, text.c_str());
+                fail(
+                    "unknown sampler letter '%c' in \"%s\" (e penalties, d dry, s top_n_sigma, k top_k, y typical, "
+                    "p top_p, m min_p, x xtc, t temperature)",
+                    c, text.c_str());
         }
         return out;
     }

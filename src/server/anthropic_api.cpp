@@ -88,12 +88,14 @@ void convert_message(const Json& m, size_t i, Json& out) {
         } else if (type == "tool_use") {
             const Json* input = opt(b, "input");
             if (input && !input->is_object()) bad_request("%s.input must be an object", w.c_str());
-            calls.push_back({{"id", need_string(b, "id", w)},
-                             {"type", "function"},
-                             {"function", {{"name", need_string(b, "name", w)},
-                                           {"arguments", input ? input->dump() : std::string("{}")}}}});
+            calls.push_back(
+                {{"id", need_string(b, "id", w)},
+                 {"type", "function"},
+                 {"function",
+                  {{"name", need_string(b, "name", w)}, {"arguments", input ? input->dump() : std::string("{}")}}}});
         } else if (type == "tool_result") {
-            out.push_back({{"role", "tool"}, {"tool_call_id", need_string(b, "tool_use_id", w)},
+            out.push_back({{"role", "tool"},
+                           {"tool_call_id", need_string(b, "tool_use_id", w)},
                            {"content", tool_result_text(b, w)}});
         }  // other block kinds (redacted_thinking, server tool blocks) carry nothing a local model reads
     }
@@ -127,7 +129,8 @@ void convert_tool_choice(const Json& tc, Json& chat) {
     const std::string type = need_string(tc, "type", "tool_choice");
     if (type == "auto" || type == "none") chat["tool_choice"] = type;
     else if (type == "any") chat["tool_choice"] = "required";
-    else if (type == "tool") chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", need_string(tc, "name", "tool_choice")}}}};
+    else if (type == "tool")
+        chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", need_string(tc, "name", "tool_choice")}}}};
     else bad_request("invalid tool_choice.type '%s': expected auto, any, tool or none", type.c_str());
     if (get_bool(tc, "disable_parallel_tool_use", false)) chat["parallel_tool_calls"] = false;
 }
@@ -155,7 +158,8 @@ Json anthropic_to_chat(const Json& body) {
     for (const char* key : {"temperature", "top_p", "top_k", "stream", "chat_template_kwargs"})
         if (const Json* v = opt(body, key)) chat[key] = *v;
     if (const Json* th = opt(body, "thinking")) {
-        if (!th->is_object()) bad_request("'thinking' must be an object such as {\"type\": \"enabled\", \"budget_tokens\": 1024}");
+        if (!th->is_object())
+            bad_request("'thinking' must be an object such as {\"type\": \"enabled\", \"budget_tokens\": 1024}");
         if (get_string(*th, "type", "") == "enabled")
             chat["thinking_budget_tokens"] = get_int(*th, "budget_tokens", 10000, 0, INT32_MAX);
     }
@@ -190,7 +194,8 @@ Json anthropic_tool_use(const chat::ToolCall& c, bool with_input) {
 }
 
 Json anthropic_message(const std::string& id, const std::string& model, const std::string& reasoning,
-                       const std::string& text, const std::vector<chat::ToolCall>& calls, const runtime::FinishInfo& f) {
+                       const std::string& text, const std::vector<chat::ToolCall>& calls,
+                       const runtime::FinishInfo& f) {
     Json content = Json::array();
     if (!reasoning.empty()) content.push_back({{"type", "thinking"}, {"thinking", reasoning}, {"signature", ""}});
     const bool blank = text.find_first_not_of(" \t\r\n") == std::string::npos;

@@ -22,9 +22,10 @@ Json normalize_message(const Json& m, size_t i) {
     std::string text;
     for (const Json& part : *c) {
         auto type = part.is_object() ? part.find("type") : part.end();
-        if (!part.is_object() || type == part.end() || !type->is_string() || *type != "text" || !part.contains("text") ||
-            !part["text"].is_string())
-            bad_request("messages[%zu].content: only text parts ({\"type\": \"text\", \"text\": ...}) are supported", i);
+        if (!part.is_object() || type == part.end() || !type->is_string() || *type != "text" ||
+            !part.contains("text") || !part["text"].is_string())
+            bad_request("messages[%zu].content: only text parts ({\"type\": \"text\", \"text\": ...}) are supported",
+                        i);
         text += part["text"].get<std::string>();
     }
     out["content"] = text;
@@ -35,7 +36,8 @@ Json normalize_message(const Json& m, size_t i) {
 
 ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body, bool allow_empty) {
     auto msgs = body.find("messages");
-    if (msgs == body.end() || !msgs->is_array() || (msgs->empty() && !allow_empty)) bad_request("'messages' must be a non-empty array");
+    if (msgs == body.end() || !msgs->is_array() || (msgs->empty() && !allow_empty))
+        bad_request("'messages' must be a non-empty array");
     chat::ChatInput in;
     for (size_t i = 0; i < msgs->size(); i++) in.messages.push_back(normalize_message((*msgs)[i], i));
     if (body.contains("tools") && !body["tools"].is_null()) {
@@ -55,7 +57,8 @@ ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body, bool a
     if (tok.eos() >= 0) in.eos_token = tok.token_text(tok.eos());
     // Assistant prefill: a last assistant message is continued rather than closed.
     std::string prefill;
-    if (!in.messages.empty() && in.messages.back().value("role", "") == "assistant" && in.messages.back()["content"].is_string()) {
+    if (!in.messages.empty() && in.messages.back().value("role", "") == "assistant" &&
+        in.messages.back()["content"].is_string()) {
         prefill = in.messages.back()["content"].get<std::string>();
         in.messages.erase(in.messages.size() - 1);
     }

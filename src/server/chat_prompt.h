@@ -9,7 +9,7 @@
 namespace bee::server {
 
 struct ChatPrompt {
-    std::string text;                  // prompt text (a leading BOS the tokenizer adds itself is removed)
+    std::string text;  // prompt text (a leading BOS the tokenizer adds itself is removed)
     ReasoningFormat format = ReasoningFormat::auto_;
     bool reasoning = false;            // split <think> spans (format is not none and the template thinks)
     bool starts_in_reasoning = false;  // the rendered prompt ends inside an opened <think>

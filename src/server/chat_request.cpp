@@ -25,7 +25,8 @@ ToolMode tool_mode(const ServerContext& ctx, const Json& body) {
             m.only = (*fn)["name"].get<std::string>();
             choice = "required";
         }
-        if (choice == "required" && !has_tools) bad_request("tool_choice '%s' needs a non-empty 'tools' list", choice.c_str());
+        if (choice == "required" && !has_tools)
+            bad_request("tool_choice '%s' needs a non-empty 'tools' list", choice.c_str());
         m.force = choice == "required";
     }
     m.parse = has_tools && choice != "none" && get_bool(body, "parse_tool_calls", true);
@@ -62,9 +63,11 @@ std::string tool_call_gbnf(const Json& tools, const ToolMode& m, const Tokenizer
     std::string calls, rules;
     for (size_t i = 0; i < tools.size(); i++) {
         const Json& t = tools[i];
-        const Json* fn = t.is_object() && t.contains("function") && t["function"].is_object() ? &t["function"] : nullptr;
+        const Json* fn =
+            t.is_object() && t.contains("function") && t["function"].is_object() ? &t["function"] : nullptr;
         if (!fn || !fn->contains("name") || !(*fn)["name"].is_string())
-            bad_request("tools[%zu] must be {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}", i);
+            bad_request(
+                "tools[%zu] must be {\"type\": \"function\", \"function\": {\"name\": ..., \"parameters\": {...}}}", i);
         const std::string name = (*fn)["name"].get<std::string>();
         if (!m.only.empty() && name != m.only) continue;
         const Json params = fn->contains("parameters") ? (*fn)["parameters"] : Json{{"type", "object"}};
@@ -78,16 +81,17 @@ std::string tool_call_gbnf(const Json& tools, const ToolMode& m, const Tokenizer
         }
         if (!sx.args_open.empty()) {  // Mistral: [TOOL_CALLS]name[ARGS]{...}
             calls += (calls.empty() ? "" : " | ") + strfmt("( %s %s %s %s )", marker_gbnf(sx.call_open, tok).c_str(),
-                                                          gbnf_literal(name).c_str(), marker_gbnf(sx.args_open, tok).c_str(),
-                                                          args.c_str());
+                                                           gbnf_literal(name).c_str(),
+                                                           marker_gbnf(sx.args_open, tok).c_str(), args.c_str());
             continue;
         }
         calls += (calls.empty() ? "" : " | ") +
-                 strfmt("( %s \"{\" json-ws %s json-ws \":\" json-ws %s json-ws \",\" json-ws %s json-ws \":\" json-ws %s "
-                        "json-ws \"}\" %s )",
-                        gbnf_literal(sx.call_open).c_str(), gbnf_literal("\"name\"").c_str(),
-                        gbnf_literal(Json(name).dump()).c_str(), gbnf_literal("\"" + sx.args_key + "\"").c_str(),
-                        args.c_str(), gbnf_literal(sx.call_close).c_str());
+                 strfmt(
+                     "( %s \"{\" json-ws %s json-ws \":\" json-ws %s json-ws \",\" json-ws %s json-ws \":\" json-ws %s "
+                     "json-ws \"}\" %s )",
+                     gbnf_literal(sx.call_open).c_str(), gbnf_literal("\"name\"").c_str(),
+                     gbnf_literal(Json(name).dump()).c_str(), gbnf_literal("\"" + sx.args_key + "\"").c_str(),
+                     args.c_str(), gbnf_literal(sx.call_close).c_str());
     }
     if (calls.empty()) bad_request("tool_choice names function '%s', which is not in 'tools'", m.only.c_str());
     std::string root = "root ::= " + gbnf_literal(sx.list_open) + " call ";

@@ -16,8 +16,8 @@ namespace bee::server {
 struct ToolMode {
     bool parse = false;
     bool parallel = true;
-    bool force = false;       // tool_choice "required" or a named function: a grammar forces a call
-    std::string only;         // the named function (tool_choice {"type": "function", ...}), else empty
+    bool force = false;  // tool_choice "required" or a named function: a grammar forces a call
+    std::string only;    // the named function (tool_choice {"type": "function", ...}), else empty
     chat::ToolCallFormat format = chat::ToolCallFormat::generic;
     chat::ToolCallSyntax syntax;  // how a forced call is written (the format's shape for this template)
 };

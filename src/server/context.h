@@ -12,8 +12,8 @@
 #include "model/engine.h"
 #include "model/model.h"
 #include "model/pooling.h"
-#include "sample/sampler.h"
 #include "runtime/scheduler.h"
+#include "sample/sampler.h"
 
 namespace bee::server {
 
@@ -26,37 +26,37 @@ ReasoningFormat parse_reasoning_format(const std::string& text, const char* wher
 struct ServerParams {
     std::string host = "127.0.0.1";
     int32_t port = 8080;
-    std::vector<std::string> api_keys;     // empty: no authentication
-    int32_t threads_http = -1;             // most HTTP worker threads (-1: 1024; they grow with the connections)
-    int32_t timeout_s = 600;               // write timeout per connection (reads: see ConnLimits)
-    std::vector<std::string> cors_origins; // --cors-origins: empty: any origin without credentials
-    size_t max_body_bytes = 16u << 20;     // larger request bodies get 413
-    bool metrics = false;                  // GET /metrics
-    bool slots = true;                     // GET /slots
-    bool webui = true;                     // GET / and /index.html: the chat page
-    std::string slot_save_path;            // --slot-save-path: directory of slot files (empty: actions get 501)
-    std::string alias;                     // model name reported (default: the file name)
+    std::vector<std::string> api_keys;      // empty: no authentication
+    int32_t threads_http = -1;              // most HTTP worker threads (-1: 1024; they grow with the connections)
+    int32_t timeout_s = 600;                // write timeout per connection (reads: see ConnLimits)
+    std::vector<std::string> cors_origins;  // --cors-origins: empty: any origin without credentials
+    size_t max_body_bytes = 16u << 20;      // larger request bodies get 413
+    bool metrics = false;                   // GET /metrics
+    bool slots = true;                      // GET /slots
+    bool webui = true;                      // GET / and /index.html: the chat page
+    std::string slot_save_path;             // --slot-save-path: directory of slot files (empty: actions get 501)
+    std::string alias;                      // model name reported (default: the file name)
     std::string model_path;
-    ModelLoadParams load;                  // --override-kv, --rope-*, --check-tensors
-    int32_t n_predict = -1;                // server-wide default max tokens
-    SamplingParams sampling;               // defaults for requests
-    bool ignore_eos = false;               // --ignore-eos: default of the request field
-    int32_t n_keep = 0;                    // --keep: default of the request field
-    bool special = false;                  // -sp: control tokens are rendered in the generated text
-    std::string grammar;                   // --grammar / --json-schema: GBNF for requests without a constraint
+    ModelLoadParams load;     // --override-kv, --rope-*, --check-tensors
+    int32_t n_predict = -1;   // server-wide default max tokens
+    SamplingParams sampling;  // defaults for requests
+    bool ignore_eos = false;  // --ignore-eos: default of the request field
+    int32_t n_keep = 0;       // --keep: default of the request field
+    bool special = false;     // -sp: control tokens are rendered in the generated text
+    std::string grammar;      // --grammar / --json-schema: GBNF for requests without a constraint
     bool cache_prompt = true;
-    int32_t n_cache_reuse = 0;             // --cache-reuse
+    int32_t n_cache_reuse = 0;  // --cache-reuse
     SchedulerParams sched;
-    std::string chat_template;             // Jinja source overriding the model's (empty: the model's)
+    std::string chat_template;  // Jinja source overriding the model's (empty: the model's)
     chat::Json chat_template_kwargs = chat::Json::object();
     ReasoningFormat reasoning_format = ReasoningFormat::auto_;
     int32_t reasoning_budget = -1;
     std::string reasoning_budget_message;
     chat::LoopGuardParams loop_guard;
-    bool embedding = false;                // --embedding: /v1/embeddings, /embedding, /embeddings
-    bool reranking = false;                // --reranking, or --embedding --pooling rank: /rerank too
+    bool embedding = false;                  // --embedding: /v1/embeddings, /embedding, /embeddings
+    bool reranking = false;                  // --reranking, or --embedding --pooling rank: /rerank too
     Pooling pooling = Pooling::unspecified;  // --pooling; unspecified: the model's, else none (set at load)
-    int32_t embd_normalize = 2;            // --embd-normalize: default of the request field (2: Euclidean)
+    int32_t embd_normalize = 2;              // --embd-normalize: default of the request field (2: Euclidean)
 };
 
 struct ServerContext {
@@ -68,7 +68,7 @@ struct ServerContext {
     std::unique_ptr<chat::Template> tmpl;  // the model's, the flag's, or a built-in one
     std::string tmpl_source;
     std::string model_name;
-    int64_t created = 0;                   // unix seconds at start
+    int64_t created = 0;  // unix seconds at start
     std::atomic<uint64_t> next_task_id{1};
 
     const Tokenizer& tokenizer() const { return model->tokenizer(); }

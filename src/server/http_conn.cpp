@@ -41,7 +41,8 @@ void name_of(int fd, bool peer, std::string& ip, int& port) {
     socklen_t len = sizeof a;
     const int r = peer ? getpeername(fd, (sockaddr*)&a, &len) : getsockname(fd, (sockaddr*)&a, &len);
     char host[NI_MAXHOST], serv[NI_MAXSERV];
-    if (r != 0 || getnameinfo((sockaddr*)&a, len, host, sizeof host, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    if (r != 0 ||
+        getnameinfo((sockaddr*)&a, len, host, sizeof host, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
         return;
     ip = host;
     port = atoi(serv);
@@ -149,7 +150,8 @@ bool BeeHttplibServer::process_and_close_socket(int sock) {
     ConnStream strm(sock, limits);
     t_conn = &strm;
     for (size_t left = limits.keep_alive_max; left > 0 && svr_sock_ != -1; left--) {
-        if (!strm.has_buffered() && !(poll_fd(sock, POLLIN, limits.keep_alive_timeout_ms) & (POLLIN | POLLHUP | POLLERR)))
+        if (!strm.has_buffered() &&
+            !(poll_fd(sock, POLLIN, limits.keep_alive_timeout_ms) & (POLLIN | POLLHUP | POLLERR)))
             break;
         strm.begin_request();
         bool closed = false;
@@ -204,7 +206,8 @@ void GrowingThreadPool::shutdown() {
 
 bool key_equals(std::string_view given, std::string_view key) {
     unsigned diff = given.size() != key.size();
-    for (size_t i = 0; i < key.size(); i++) diff |= (unsigned char)key[i] ^ (unsigned char)(i < given.size() ? given[i] : 0);
+    for (size_t i = 0; i < key.size(); i++)
+        diff |= (unsigned char)key[i] ^ (unsigned char)(i < given.size() ? given[i] : 0);
     return diff == 0;
 }
 

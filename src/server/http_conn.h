@@ -20,14 +20,14 @@ namespace bee::server {
 // it, reads chunked bodies without --max-body-bytes, and percent-decodes header values. Its
 // Server::process_request is protected and Stream is a public interface, so the reading side is ours.
 struct ConnLimits {
-    int header_timeout_ms = 10'000;     // request line + headers complete within this, from the first byte
-    int body_timeout_ms = 60'000;       // the whole body within this, once the headers are in
-    int idle_read_timeout_ms = 5'000;   // no byte for this long while reading a request: dropped
-    int keep_alive_timeout_ms = 5'000;  // an idle keep-alive connection is closed after this
-    size_t keep_alive_max = 100;        // requests per connection
-    int write_timeout_ms = 600'000;     // --timeout: one write may wait this long for the client
-    size_t max_header_bytes = 64 << 10; // request line + headers
-    size_t max_body_bytes = 16 << 20;   // --max-body-bytes (decoded); the raw read is bounded a bit above
+    int header_timeout_ms = 10'000;      // request line + headers complete within this, from the first byte
+    int body_timeout_ms = 60'000;        // the whole body within this, once the headers are in
+    int idle_read_timeout_ms = 5'000;    // no byte for this long while reading a request: dropped
+    int keep_alive_timeout_ms = 5'000;   // an idle keep-alive connection is closed after this
+    size_t keep_alive_max = 100;         // requests per connection
+    int write_timeout_ms = 600'000;      // --timeout: one write may wait this long for the client
+    size_t max_header_bytes = 64 << 10;  // request line + headers
+    size_t max_body_bytes = 16 << 20;    // --max-body-bytes (decoded); the raw read is bounded a bit above
 };
 
 // One connection; lives on the worker thread that serves it.

@@ -5,19 +5,19 @@
 
 #include <arpa/inet.h>
 #include <cmath>
+#include <dirent.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
 #include <netinet/in.h>
-#include <dirent.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdarg>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace bee::server {
@@ -69,8 +69,8 @@ int64_t get_int(const Json& body, const char* key, int64_t def, int64_t lo, int6
     // uint64's wraps: 2^64 - 1 would read as -1).
     constexpr double kTwo63 = 9223372036854775808.0;
     if (v->is_number_unsigned() && v->get<uint64_t>() > (uint64_t)INT64_MAX) {
-        bad_request("'%s' is %llu but must be in [%lld, %lld]", key, (unsigned long long)v->get<uint64_t>(), (long long)lo,
-                    (long long)hi);
+        bad_request("'%s' is %llu but must be in [%lld, %lld]", key, (unsigned long long)v->get<uint64_t>(),
+                    (long long)lo, (long long)hi);
     } else if (v->is_number_integer()) {
         x = v->get<int64_t>();
     } else if (v->is_number_float() && v->get<double>() == std::trunc(v->get<double>())) {
@@ -160,7 +160,8 @@ bool peer_closed(const httplib::Request& req) {
             const char* lp = strrchr(local, ':');
             const char* rp = strrchr(remote, ':');
             if (!lp || !rp) continue;
-            if ((int)strtol(lp + 1, nullptr, 16) == req.local_port && (int)strtol(rp + 1, nullptr, 16) == req.remote_port) {
+            if ((int)strtol(lp + 1, nullptr, 16) == req.local_port &&
+                (int)strtol(rp + 1, nullptr, 16) == req.remote_port) {
                 closed = (int)state == kTcpCloseWait;
                 break;
             }

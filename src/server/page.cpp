@@ -98,7 +98,8 @@ document.getElementById('form').onsubmit = async e => {
 
 void register_page_routes(httplib::Server& svr, ServerContext& ctx) {
     if (!ctx.params.webui) return;  // --no-webui
-    auto page = guarded([](const httplib::Request&, httplib::Response& res) { res.set_content(kPage, "text/html; charset=utf-8"); });
+    auto page = guarded(
+        [](const httplib::Request&, httplib::Response& res) { res.set_content(kPage, "text/html; charset=utf-8"); });
     svr.Get("/", page);
     svr.Get("/index.html", page);
 }

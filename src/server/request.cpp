@@ -133,7 +133,8 @@ std::vector<std::pair<int32_t, float>> parse_logit_bias(const Json& body, const 
         for (size_t i = 0; i < it->size(); i++) {
             const Json& e = (*it)[i];
             const std::string where = strfmt("[%zu]", i);
-            if (!e.is_array() || e.size() != 2) bad_request("'logit_bias' %s must be a pair [token, bias]", where.c_str());
+            if (!e.is_array() || e.size() != 2)
+                bad_request("'logit_bias' %s must be a pair [token, bias]", where.c_str());
             add(e[0], parse_bias(e[1], where), where);
         }
     } else {
@@ -160,8 +161,9 @@ std::string constraint_gbnf(const Json& body) {
                 bad_request("'response_format' of type json_schema needs {\"json_schema\": {\"schema\": {...}}}");
             schema = &(*js)["schema"];
         } else if (type != "text") {
-            bad_request("'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
-                        "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {...}}}");
+            bad_request(
+                "'response_format' must be {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
+                "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {...}}}");
         }
         if ((schema || any_object) && (given("grammar") || given("json_schema")))
             bad_request("Cannot use response_format together with grammar or json_schema");
@@ -204,7 +206,8 @@ void parse_logprobs(const Json& body, Api api, GenParams& g) {
 
 void parse_reasoning_overrides(const Json& body, const ServerContext& ctx, GenParams& g) {
     g.reasoning_budget = ctx.params.reasoning_budget;
-    if (g.reasoning_budget < 0) g.reasoning_budget = (int32_t)get_int(body, "thinking_budget_tokens", -1, -1, INT32_MAX);
+    if (g.reasoning_budget < 0)
+        g.reasoning_budget = (int32_t)get_int(body, "thinking_budget_tokens", -1, -1, INT32_MAX);
     g.reasoning_budget_message = ctx.params.reasoning_budget_message;
     chat::LoopGuardParams& lg = g.loop_guard;
     lg = ctx.params.loop_guard;
@@ -218,9 +221,12 @@ void parse_reasoning_overrides(const Json& body, const ServerContext& ctx, GenPa
     struct {
         const char* key;
         int32_t* field;
-    } ints[] = {{"reasoning_loop_min_tokens", &lg.min_tokens},         {"reasoning_loop_window", &lg.window},
-                {"reasoning_loop_max_period", &lg.max_period},         {"reasoning_loop_min_coverage", &lg.min_coverage},
-                {"reasoning_loop_check_interval", &lg.check_interval}, {"reasoning_loop_interventions", &lg.interventions}};
+    } ints[] = {{"reasoning_loop_min_tokens", &lg.min_tokens},
+                {"reasoning_loop_window", &lg.window},
+                {"reasoning_loop_max_period", &lg.max_period},
+                {"reasoning_loop_min_coverage", &lg.min_coverage},
+                {"reasoning_loop_check_interval", &lg.check_interval},
+                {"reasoning_loop_interventions", &lg.interventions}};
     for (auto& f : ints) *f.field = (int32_t)get_int(body, f.key, *f.field, INT32_MIN, INT32_MAX);
     try {
         lg.validate("request");
@@ -235,7 +241,8 @@ void parse_reasoning_overrides(const Json& body, const ServerContext& ctx, GenPa
 void parse_spec_overrides(const Json& body, const ServerContext& ctx, GenParams& g) {
     Json f = Json::object();
     if (auto it = body.find("speculative"); it != body.end() && !it->is_null()) {
-        if (!it->is_object()) bad_request("'speculative' must be an object (e.g. {\"n_max\": 8, \"type\": \"suffix\"})");
+        if (!it->is_object())
+            bad_request("'speculative' must be an object (e.g. {\"n_max\": 8, \"type\": \"suffix\"})");
         for (auto& [k, v] : it->items()) f["speculative." + k] = v;
     }
     for (const char* k : {"speculative.n_max", "speculative.n_min", "speculative.p_min", "speculative.type"})
@@ -271,9 +278,10 @@ void parse_spec_overrides(const Json& body, const ServerContext& ctx, GenParams&
         if (std::find(on.begin(), on.end(), name) == on.end()) {
             std::string started;
             for (const std::string& x : on) started += (started.empty() ? "" : ",") + x;
-            bad_request("'speculative.type': '%s' is not enabled on this server (started with --spec-type %s); a "
-                        "request may use the server's types, a subset of them, or none",
-                        name.c_str(), started.empty() ? "none" : started.c_str());
+            bad_request(
+                "'speculative.type': '%s' is not enabled on this server (started with --spec-type %s); a "
+                "request may use the server's types, a subset of them, or none",
+                name.c_str(), started.empty() ? "none" : started.c_str());
         }
 }
 
@@ -394,7 +402,8 @@ std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok) {
             out.insert(out.end(), t.begin(), t.end());
         } else if (p.is_number_integer()) {
             const int64_t id = p.get<int64_t>();
-            if (id < 0 || id >= tok.n_vocab()) bad_request("token id %lld in 'prompt' is out of range [0, %d)", (long long)id, tok.n_vocab());
+            if (id < 0 || id >= tok.n_vocab())
+                bad_request("token id %lld in 'prompt' is out of range [0, %d)", (long long)id, tok.n_vocab());
             out.push_back((int32_t)id);
         } else {
             bad_request("'prompt' array elements must be strings or token ids");
@@ -418,7 +427,8 @@ std::vector<std::vector<int32_t>> tokenize_prompts(const Json& prompt, const Tok
     std::vector<std::vector<int32_t>> out;
     for (const Json& p : prompt) {
         if (p.is_array() && !p.empty() && std::any_of(p.begin(), p.end(), [](const Json& x) { return x.is_array(); }))
-            bad_request("'prompt': a prompt in the array must be a string, token ids, or both mixed, not deeper arrays");
+            bad_request(
+                "'prompt': a prompt in the array must be a string, token ids, or both mixed, not deeper arrays");
         out.push_back(tokenize_prompt(p, tok));
     }
     return out;

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/task.h"
 #include "server/context.h"
 #include "server/http_util.h"
-#include "runtime/task.h"
 
 namespace bee::server {
 

@@ -58,8 +58,7 @@ TaskResult run_task(ServerContext& ctx, const httplib::Request& req, const std::
     return std::move(run_tasks(ctx, req, {task})[0]);
 }
 
-std::function<std::vector<Json>(const std::vector<FinishInfo>&)> usage_after_all(Json empty_chunk,
-                                                                                 size_t per_prompt) {
+std::function<std::vector<Json>(const std::vector<FinishInfo>&)> usage_after_all(Json empty_chunk, size_t per_prompt) {
     return [empty_chunk = std::move(empty_chunk), per_prompt](const std::vector<FinishInfo>& fs) {
         const FinishInfo f = merge_finish(fs, per_prompt);
         Json u = empty_chunk;
@@ -167,10 +166,10 @@ void add_stop_detail(Json& choice, const FinishInfo& f) {
 
 const char* stop_type_name(StopType t) {
     switch (t) {
-    case StopType::eos: return "eos";
-    case StopType::limit: return "limit";
-    case StopType::word: return "word";
-    default: return "none";
+        case StopType::eos: return "eos";
+        case StopType::limit: return "limit";
+        case StopType::word: return "word";
+        default: return "none";
     }
 }
 
@@ -217,16 +216,14 @@ Json oai_logprobs_content(const std::vector<TokenInfo>& tokens, const Tokenizer&
     return token_probs(tokens, tok, false);
 }
 
-Json native_probs(const std::vector<TokenInfo>& tokens, const Tokenizer& tok) {
-    return token_probs(tokens, tok, true);
-}
+Json native_probs(const std::vector<TokenInfo>& tokens, const Tokenizer& tok) { return token_probs(tokens, tok, true); }
 
 namespace {
 
 // The state of one SSE response; lives as long as httplib keeps calling the provider.
 struct StreamState {
     std::vector<std::shared_ptr<Task>> tasks;
-    std::vector<StreamFormat> fmts;                      // fmts[i] formats tasks[i]
+    std::vector<StreamFormat> fmts;  // fmts[i] formats tasks[i]
     std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
     std::vector<FinishInfo> finish;
     std::vector<bool> task_done;
@@ -240,7 +237,8 @@ struct StreamState {
 bool write_all(httplib::DataSink& sink, const std::vector<Json>& payloads, const StreamFormat& fmt) {
     for (const Json& j : payloads) {
         std::string s = sse_data(j);
-        if (fmt.event_names && j.contains("type") && j["type"].is_string()) s = "event: " + j["type"].get<std::string>() + "\n" + s;
+        if (fmt.event_names && j.contains("type") && j["type"].is_string())
+            s = "event: " + j["type"].get<std::string>() + "\n" + s;
         if (!sink.write(s.data(), s.size())) return false;
     }
     return true;
@@ -252,7 +250,8 @@ bool pump_events(StreamState& st, size_t i, const std::vector<TaskEvent>& evs, h
     for (const TaskEvent& e : evs) {
         bool ok = true;
         if (e.kind == TaskEvent::error) {
-            ok = write_all(sink, {fmt.error ? fmt.error(e) : error_json(e.http_status, e.error_type, e.error_message)}, fmt);
+            ok = write_all(sink, {fmt.error ? fmt.error(e) : error_json(e.http_status, e.error_type, e.error_message)},
+                           fmt);
             st.finished = true;
             st.cancel_all();
         } else if (e.has_progress) {
@@ -308,7 +307,8 @@ bool pump(StreamState& st, httplib::DataSink& sink) {
 }  // namespace
 
 void stream_tasks(ServerContext& ctx, httplib::Response& res, std::vector<std::shared_ptr<Task>> tasks,
-                  std::vector<StreamFormat> fmts, std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all) {
+                  std::vector<StreamFormat> fmts,
+                  std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all) {
     for (const auto& t : tasks) ctx.scheduler->submit(t);
     auto st = std::make_shared<StreamState>();
     st->finish.resize(tasks.size());

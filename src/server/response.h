@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/task.h"
 #include "server/context.h"
 #include "server/http_util.h"
-#include "runtime/task.h"
 
 namespace bee::server {
 
@@ -58,13 +58,13 @@ Json native_probs(const std::vector<TokenInfo>& tokens, const Tokenizer& tok);
 
 // Turns task events into SSE payloads for one endpoint.
 struct StreamFormat {
-    std::function<std::vector<Json>()> start;                        // sent before any token
-    std::function<std::vector<Json>(const TaskEvent&)> delta;        // per delta event
-    std::function<std::vector<Json>(const FinishInfo&)> done;        // at the end
-    std::function<Json(const TaskEvent&)> progress;                  // a prompt_progress event (may be unset)
-    bool done_sentinel = true;                                       // "data: [DONE]" (OpenAI routes)
-    bool event_names = false;    // each payload is preceded by "event: <its type field>" (Anthropic, Responses)
-    std::function<Json(const TaskEvent&)> error;                     // an error event's payload (unset: error_json)
+    std::function<std::vector<Json>()> start;                  // sent before any token
+    std::function<std::vector<Json>(const TaskEvent&)> delta;  // per delta event
+    std::function<std::vector<Json>(const FinishInfo&)> done;  // at the end
+    std::function<Json(const TaskEvent&)> progress;            // a prompt_progress event (may be unset)
+    bool done_sentinel = true;                                 // "data: [DONE]" (OpenAI routes)
+    bool event_names = false;  // each payload is preceded by "event: <its type field>" (Anthropic, Responses)
+    std::function<Json(const TaskEvent&)> error;  // an error event's payload (unset: error_json)
 };
 
 // Submits the task and streams it. A failed write (client gone) cancels the task.

@@ -69,17 +69,19 @@ void convert_item(const Json& item, size_t i, Json& messages) {
     } else if (type == "function_call") {
         Json& turn = assistant_turn(messages);
         if (!turn.contains("tool_calls")) turn["tool_calls"] = Json::array();
-        turn["tool_calls"].push_back({{"id", need_string(item, "call_id", where)},
-                                      {"type", "function"},
-                                      {"function", {{"name", need_string(item, "name", where)},
-                                                    {"arguments", need_string(item, "arguments", where)}}}});
+        turn["tool_calls"].push_back(
+            {{"id", need_string(item, "call_id", where)},
+             {"type", "function"},
+             {"function",
+              {{"name", need_string(item, "name", where)}, {"arguments", need_string(item, "arguments", where)}}}});
     } else if (type == "function_call_output") {
         const Json* out = opt(item, "output");
         std::string text;
         if (out && out->is_array()) text = content_text({{"content", *out}}, where + ".output");
         else if (out && out->is_string()) text = out->get<std::string>();
         else bad_request("%s.output must be a string or an array of input_text parts", where.c_str());
-        messages.push_back({{"role", "tool"}, {"tool_call_id", need_string(item, "call_id", where)}, {"content", text}});
+        messages.push_back(
+            {{"role", "tool"}, {"tool_call_id", need_string(item, "call_id", where)}, {"content", text}});
     } else if (type == "reasoning") {
         std::string text;
         for (const char* key : {"content", "summary"}) {
@@ -104,7 +106,8 @@ Json convert_tools(const Json& tools) {
         const Json& t = tools[i];
         const std::string w = strfmt("tools[%zu]", i);
         if (!t.is_object()) bad_request("%s must be an object", w.c_str());
-        if (need_string(t, "type", w) != "function") continue;  // built-in tools (web_search, ...) have no local meaning
+        if (need_string(t, "type", w) != "function")
+            continue;  // built-in tools (web_search, ...) have no local meaning
         Json fn = {{"name", need_string(t, "name", w)}};
         if (opt(t, "description")) fn["description"] = need_string(t, "description", w);
         const Json* params = opt(t, "parameters");
@@ -138,7 +141,8 @@ void convert_text_format(const Json& text, Json& chat) {
         const Json* schema = opt(*f, "schema");
         if (!schema || !schema->is_object()) bad_request("'text.format.schema' must be an object");
         chat["response_format"] = {{"type", "json_schema"},
-                                   {"json_schema", {{"name", get_string(*f, "name", "response")}, {"schema", *schema}}}};
+                                   {"json_schema",
+                                    {{"name", get_string(*f, "name", "response")}, {"schema", *schema}}}};
     } else if (type != "text") {
         bad_request("text.format.type '%s': expected text, json_object or json_schema", type.c_str());
     }
@@ -155,7 +159,8 @@ Json responses_to_chat(const Json& body) {
                             "service_tier", "background", "prompt", "top_logprobs", "conversation", "prompt_cache_key"})
         chat.erase(key);
     Json messages = Json::array();
-    if (opt(body, "instructions")) messages.push_back({{"role", "system"}, {"content", get_string(body, "instructions", "")}});
+    if (opt(body, "instructions"))
+        messages.push_back({{"role", "system"}, {"content", get_string(body, "instructions", "")}});
     const Json* input = opt(body, "input");
     if (!input) bad_request("'input' is required");
     if (input->is_string()) {
@@ -177,24 +182,30 @@ Json responses_to_chat(const Json& body) {
 Json responses_reasoning_item(const std::string& id, const std::string& text, const char* status) {
     Json content = Json::array();
     if (!text.empty()) content.push_back({{"type", "reasoning_text"}, {"text", text}});
-    return {{"id", id}, {"type", "reasoning"}, {"summary", Json::array()}, {"content", std::move(content)},
-            {"encrypted_content", ""}, {"status", status}};
+    return {{"id", id},
+            {"type", "reasoning"},
+            {"summary", Json::array()},
+            {"content", std::move(content)},
+            {"encrypted_content", ""},
+            {"status", status}};
 }
 
 Json responses_message_item(const std::string& id, const std::string& text, const char* status) {
     Json content = Json::array();
     if (std::string(status) == "completed")
-        content.push_back({{"type", "output_text"}, {"text", text}, {"annotations", Json::array()}, {"logprobs", Json::array()}});
-    return {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"status", status}, {"content", std::move(content)}};
+        content.push_back(
+            {{"type", "output_text"}, {"text", text}, {"annotations", Json::array()}, {"logprobs", Json::array()}});
+    return {{"id", id},
+            {"type", "message"},
+            {"role", "assistant"},
+            {"status", status},
+            {"content", std::move(content)}};
 }
 
 Json responses_call_item(const chat::ToolCall& c, const char* status) {
-    return {{"id", random_id("fc_")},
-            {"type", "function_call"},
-            {"status", status},
-            {"call_id", c.id.empty() ? random_id("call_") : c.id},
-            {"name", c.name},
-            {"arguments", c.arguments}};
+    return {{"id", random_id("fc_")}, {"type", "function_call"},
+            {"status", status},       {"call_id", c.id.empty() ? random_id("call_") : c.id},
+            {"name", c.name},         {"arguments", c.arguments}};
 }
 
 Json responses_usage(const runtime::FinishInfo& f) {

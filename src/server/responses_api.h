@@ -6,8 +6,8 @@
 #include <string>
 
 #include "chat/tool_calls.h"
-#include "server/http_util.h"
 #include "runtime/task.h"
+#include "server/http_util.h"
 
 namespace bee::server {
 

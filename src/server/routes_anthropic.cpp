@@ -24,7 +24,7 @@ struct AnthropicBlocks {
     }
     ToolMode tools;
     std::unique_ptr<chat::ToolCallParser> parser;  // with tools: holds text that may be a call
-    std::string open_kind;                          // "", "thinking" or "text"
+    std::string open_kind;                         // "", "thinking" or "text"
     int next_index = 0;
     size_t n_calls = 0;
 
@@ -85,7 +85,8 @@ StreamFormat anthropic_stream_format(const ServerContext& ctx, const ChatRequest
     fmt.delta = [st](const TaskEvent& e) {
         std::vector<Json> out;
         if (!e.reasoning.empty()) st->thinking(out, e.reasoning);
-        if (!e.content.empty()) st->content(out, st->parser ? st->parser->feed(e.content) : chat::ToolCallDelta{e.content, {}});
+        if (!e.content.empty())
+            st->content(out, st->parser ? st->parser->feed(e.content) : chat::ToolCallDelta{e.content, {}});
         return out;
     };
     fmt.done = [st](const FinishInfo& f) {
@@ -130,16 +131,20 @@ httplib::Server::Handler anthropic_guarded(std::function<void(const httplib::Req
         const Json e = Json::parse(res.body, nullptr, false);
         if (!e.is_object() || !e.contains("error") || !e["error"].is_object()) return;
         const Json& err = e["error"];
-        send_json(res, anthropic_error(res.status, err.value("type", "api_error"), err.value("message", "")), res.status);
+        send_json(res, anthropic_error(res.status, err.value("type", "api_error"), err.value("message", "")),
+                  res.status);
     };
 }
 
 }  // namespace
 
 void register_anthropic_routes(httplib::Server& svr, ServerContext& ctx) {
-    svr.Post("/v1/messages", anthropic_guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_messages(ctx, q, r); }));
-    svr.Post("/v1/messages/count_tokens",
-             anthropic_guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_count_tokens(ctx, q, r); }));
+    svr.Post("/v1/messages", anthropic_guarded([&ctx](const httplib::Request& q, httplib::Response& r) {
+                 handle_messages(ctx, q, r);
+             }));
+    svr.Post("/v1/messages/count_tokens", anthropic_guarded([&ctx](const httplib::Request& q, httplib::Response& r) {
+                 handle_count_tokens(ctx, q, r);
+             }));
 }
 
 }  // namespace bee::server

@@ -46,7 +46,8 @@ Json chat_choice(const ServerContext& ctx, const ToolMode& tools, const ChatProm
         chat::ToolCallDelta d = chat::parse_tool_calls(tools.format, r.content);
         std::vector<chat::ToolCall> calls = limit_calls(std::move(d.calls), tools, 0);
         if (!calls.empty()) {
-            msg["content"] = d.content.find_first_not_of(" \t\r\n") == std::string::npos ? Json(nullptr) : Json(d.content);
+            msg["content"] =
+                d.content.find_first_not_of(" \t\r\n") == std::string::npos ? Json(nullptr) : Json(d.content);
             msg["tool_calls"] = tool_calls_json(calls);
             if (std::string(finish) == "stop") finish = "tool_calls";
         }
@@ -70,7 +71,9 @@ StreamFormat chat_stream_format(ServerContext& ctx, const std::string& id, int64
     StreamFormat fmt;
     fmt.start = [&ctx, id, created, index] {
         Json delta = {{"role", "assistant"}, {"content", nullptr}};
-        return std::vector<Json>{chat_chunk(ctx, id, created, Json::array({{{"index", index}, {"finish_reason", nullptr}, {"delta", delta}}}))};
+        return std::vector<Json>{
+            chat_chunk(ctx, id, created,
+                       Json::array({{{"index", index}, {"finish_reason", nullptr}, {"delta", delta}}}))};
     };
     // With tools, text that may be a call is held back by the parser; calls go out as they complete.
     struct ToolStream {
@@ -154,7 +157,9 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
                   {"usage", usage_json(f)},
                   {"timings", timings_json(f)}};
         if (!rs[0].finish.loop_guard_action.empty())
-            j["loop_guard"] = {{"triggered", true}, {"action", rs[0].finish.loop_guard_action}, {"reason", rs[0].finish.loop_guard_reason}};
+            j["loop_guard"] = {{"triggered", true},
+                               {"action", rs[0].finish.loop_guard_action},
+                               {"reason", rs[0].finish.loop_guard_reason}};
         send_json(res, j);
         return;
     }
@@ -162,7 +167,8 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
     const bool include_usage = body.contains("stream_options") && body["stream_options"].is_object() &&
                                get_bool(body["stream_options"], "include_usage", false);
     std::vector<StreamFormat> fmts;
-    for (int i = 0; i < n; i++) fmts.push_back(chat_stream_format(ctx, id, created, tools, g.want_logprobs, i, include_usage && n == 1));
+    for (int i = 0; i < n; i++)
+        fmts.push_back(chat_stream_format(ctx, id, created, tools, g.want_logprobs, i, include_usage && n == 1));
     std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
     if (include_usage && n > 1)  // one usage chunk for all the choices
         after_all = usage_after_all(chat_chunk(ctx, id, created, Json::array()));

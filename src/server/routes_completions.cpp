@@ -80,7 +80,8 @@ void handle_native(ServerContext& ctx, const httplib::Request& req, httplib::Res
 }  // namespace
 
 // The tasks of several prompts, n choices each, prompt by prompt.
-static std::vector<std::shared_ptr<Task>> tasks_for(ServerContext& ctx, const std::vector<std::vector<int32_t>>& prompts,
+static std::vector<std::shared_ptr<Task>> tasks_for(ServerContext& ctx,
+                                                    const std::vector<std::vector<int32_t>>& prompts,
                                                     const GenParams& g, int32_t n) {
     std::vector<std::shared_ptr<Task>> tasks;
     for (const std::vector<int32_t>& p : prompts)
@@ -97,7 +98,9 @@ void complete_native(ServerContext& ctx, const httplib::Request& req, httplib::R
     auto tasks = tasks_for(ctx, prompts, g, n);
     if (!get_bool(body, "stream", false)) {
         std::vector<TaskResult> rs = run_tasks(ctx, req, tasks);
-        const auto result = [&](size_t i) { return only_fields(native_final(ctx, *tasks[i], rs[i], false, i), g.response_fields); };
+        const auto result = [&](size_t i) {
+            return only_fields(native_final(ctx, *tasks[i], rs[i], false, i), g.response_fields);
+        };
         if (tasks.size() == 1) return send_json(res, result(0));
         Json all = Json::array();
         for (size_t i = 0; i < rs.size(); i++) all.push_back(result(i));
@@ -120,7 +123,7 @@ void complete_native(ServerContext& ctx, const httplib::Request& req, httplib::R
             return std::vector<Json>{j};
         };
         fmt.progress = [i](const TaskEvent& e) {
-            return Json{{"index", i},     {"content", ""},   {"tokens", Json::array()},
+            return Json{{"index", i},    {"content", ""}, {"tokens", Json::array()},
                         {"stop", false}, {"id_slot", -1}, {"prompt_progress", progress_json(e)}};
         };
         fmt.done = [&ctx, task, text, i](const FinishInfo& f) {
@@ -150,8 +153,12 @@ Json oai_text_logprobs(const ServerContext& ctx, const std::vector<TokenInfo>& t
 
 Json oai_text_chunk(const ServerContext& ctx, const std::string& id, int64_t created, Json choice) {
     Json choices = choice.is_array() ? std::move(choice) : Json::array({std::move(choice)});
-    return Json{{"id", id},           {"object", "text_completion"}, {"created", created},
-                {"model", ctx.model_name}, {"system_fingerprint", "bee"},   {"choices", std::move(choices)}};
+    return Json{{"id", id},
+                {"object", "text_completion"},
+                {"created", created},
+                {"model", ctx.model_name},
+                {"system_fingerprint", "bee"},
+                {"choices", std::move(choices)}};
 }
 
 void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -169,7 +176,10 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
         Json choices = Json::array();
         std::vector<FinishInfo> fs;
         for (size_t i = 0; i < rs.size(); i++) {
-            Json choice = {{"text", rs[i].content}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_reason(rs[i].finish)}};
+            Json choice = {{"text", rs[i].content},
+                           {"index", i},
+                           {"logprobs", nullptr},
+                           {"finish_reason", finish_reason(rs[i].finish)}};
             if (want_logprobs) choice["logprobs"] = oai_text_logprobs(ctx, rs[i].tokens);
             add_stop_detail(choice, rs[i].finish);
             choices.push_back(std::move(choice));
@@ -218,7 +228,8 @@ void register_completion_routes(httplib::Server& svr, ServerContext& ctx) {
     auto native = guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_native(ctx, q, r); });
     svr.Post("/completion", native);
     svr.Post("/completions", native);
-    svr.Post("/v1/completions", guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_oai(ctx, q, r); }));
+    svr.Post("/v1/completions",
+             guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_oai(ctx, q, r); }));
 }
 
 }  // namespace bee::server

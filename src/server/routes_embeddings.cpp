@@ -76,7 +76,8 @@ std::string base64_encode(const uint8_t* p, size_t n) {
     std::string out;
     out.reserve((n + 2) / 3 * 4);
     for (size_t i = 0; i < n; i += 3) {
-        const uint32_t b = (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        const uint32_t b =
+            (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
         out += kAlphabet[b >> 18 & 63];
         out += kAlphabet[b >> 12 & 63];
         out += i + 1 < n ? kAlphabet[b >> 6 & 63] : '=';
@@ -93,12 +94,14 @@ std::vector<std::vector<int32_t>> tokenize_inputs(const Json& input, const Token
     if (!input.is_array() || input.empty()) bad_request("%s", shape);
     if (std::any_of(input.begin(), input.end(), [](const Json& x) { return x.is_number(); }))
         return {tokenize_prompt(input, tok)};  // one prompt of ids (or ids and strings mixed)
-    if (input.size() > kMaxInputs) bad_request("'input' holds %zu inputs; at most %zu per request", input.size(), kMaxInputs);
+    if (input.size() > kMaxInputs)
+        bad_request("'input' holds %zu inputs; at most %zu per request", input.size(), kMaxInputs);
     std::vector<std::vector<int32_t>> out;
     for (const Json& x : input) {
         if (!x.is_string() && !x.is_array()) bad_request("%s", shape);
         if (x.is_array() && x.empty()) bad_request("Input content cannot be empty");
-        if (x.is_array() && std::any_of(x.begin(), x.end(), [](const Json& y) { return y.is_array() || y.is_object(); }))
+        if (x.is_array() &&
+            std::any_of(x.begin(), x.end(), [](const Json& y) { return y.is_array() || y.is_object(); }))
             bad_request("%s", shape);
         out.push_back(tokenize_prompt(x, tok));
     }
@@ -108,7 +111,8 @@ std::vector<std::vector<int32_t>> tokenize_inputs(const Json& input, const Token
 void handle_embeddings(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool oai) {
     const ServerParams& sp = ctx.params;
     if (!sp.embedding)
-        throw HttpError(501, "not_supported_error", "This server does not support embeddings. Start it with `--embeddings`");
+        throw HttpError(501, "not_supported_error",
+                        "This server does not support embeddings. Start it with `--embeddings`");
     if (oai && sp.pooling == Pooling::none)
         bad_request("Pooling type 'none' is not OAI compatible. Please use a different pooling type");
     const Json body = parse_body(req);
@@ -206,7 +210,8 @@ std::vector<int32_t> rerank_tokens(const ServerContext& ctx, const std::string& 
 
 void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     if (!ctx.params.reranking)
-        throw HttpError(501, "not_supported_error", "This server does not support reranking. Start it with `--reranking`");
+        throw HttpError(501, "not_supported_error",
+                        "This server does not support reranking. Start it with `--reranking`");
     const Json body = parse_body(req);
     const bool tei = body.contains("texts");  // Hugging Face TEI's shape; else Jina's / Cohere's
     if (!body.contains("query")) bad_request("\"query\" must be provided");
@@ -216,7 +221,8 @@ void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Res
     if (!docs_json.is_array() || docs_json.empty() ||
         !std::all_of(docs_json.begin(), docs_json.end(), [](const Json& d) { return d.is_string(); }))
         bad_request("\"documents\" must be a non-empty string array");
-    if (docs_json.size() > kMaxInputs) bad_request("\"documents\" holds %zu documents; at most %zu", docs_json.size(), kMaxInputs);
+    if (docs_json.size() > kMaxInputs)
+        bad_request("\"documents\" holds %zu documents; at most %zu", docs_json.size(), kMaxInputs);
     const std::vector<std::string> docs = docs_json.get<std::vector<std::string>>();
     const int64_t top_n = get_int(body, "top_n", (int64_t)docs.size(), 0, INT32_MAX);
     const bool return_text = tei && get_bool(body, "return_text", false);
@@ -237,7 +243,8 @@ void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Res
         order[i] = i;
         n_tokens += (int64_t)jobs[i]->tokens.size();
     }
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return jobs[a]->values[0] > jobs[b]->values[0]; });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return jobs[a]->values[0] > jobs[b]->values[0]; });
     order.resize(std::min<size_t>(order.size(), (size_t)top_n));
     Json results = Json::array();
     for (size_t i : order) {
@@ -257,7 +264,7 @@ void handle_rerank(ServerContext& ctx, const httplib::Request& req, httplib::Res
 
 void resolve_embedding_options(ServerContext& ctx) {
     ServerParams& p = ctx.params;
-    const char* flag = p.reranking                       ? "--reranking"
+    const char* flag = p.reranking                         ? "--reranking"
                        : p.pooling == Pooling::unspecified ? "rank pooling (the file's pooling_type)"
                                                            : "--pooling rank";
     if (p.reranking) {
@@ -276,7 +283,8 @@ void resolve_embedding_options(ServerContext& ctx) {
 }
 
 void register_embedding_routes(httplib::Server& svr, ServerContext& ctx) {
-    auto native = guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_embeddings(ctx, q, r, false); });
+    auto native =
+        guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_embeddings(ctx, q, r, false); });
     svr.Post("/embedding", native);
     svr.Post("/embeddings", native);
     svr.Post("/v1/embeddings",

@@ -15,7 +15,11 @@ Json model_list(const ServerContext& ctx) {
                  {"n_ctx_train", hp.n_ctx_train},
                  {"n_embd", hp.n_embd},
                  {"size", ctx.model->weight_bytes()}};
-    Json m = {{"id", ctx.model_name}, {"object", "model"}, {"created", ctx.created}, {"owned_by", "bee"}, {"meta", meta}};
+    Json m = {{"id", ctx.model_name},
+              {"object", "model"},
+              {"created", ctx.created},
+              {"owned_by", "bee"},
+              {"meta", meta}};
     return Json{{"object", "list"}, {"data", Json::array({m})}};
 }
 
@@ -67,29 +71,30 @@ void register_info_routes(httplib::Server& svr, ServerContext& ctx) {
     svr.Get("/models", models);
     svr.Get("/v1/models", models);
     svr.Get("/props", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
-        Json caps = {{"supports_thinking", ctx.tmpl_source.find("<think>") != std::string::npos},
-                     {"supports_tools", ctx.tmpl_source.find("tools") != std::string::npos}};
-        send_json(res, {{"default_generation_settings", default_settings(ctx)},
-                        {"total_slots", ctx.scheduler->n_parallel()},
-                        {"model_path", ctx.params.model_path},
-                        {"model_alias", ctx.model_name},
-                        {"chat_template", ctx.tmpl_source},
-                        {"chat_template_caps", caps},
-                        {"modalities", {{"vision", false}, {"audio", false}}},
-                        {"build_info", "bee"},
-                        {"is_sleeping", false}});
-    }));
+                Json caps = {{"supports_thinking", ctx.tmpl_source.find("<think>") != std::string::npos},
+                             {"supports_tools", ctx.tmpl_source.find("tools") != std::string::npos}};
+                send_json(res, {{"default_generation_settings", default_settings(ctx)},
+                                {"total_slots", ctx.scheduler->n_parallel()},
+                                {"model_path", ctx.params.model_path},
+                                {"model_alias", ctx.model_name},
+                                {"chat_template", ctx.tmpl_source},
+                                {"chat_template_caps", caps},
+                                {"modalities", {{"vision", false}, {"audio", false}}},
+                                {"build_info", "bee"},
+                                {"is_sleeping", false}});
+            }));
     svr.Get("/slots", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
-        if (!ctx.params.slots)
-            throw HttpError(501, "not_supported_error", "This server does not support slots endpoint. Start it without `--no-slots`");
-        Json slots = slots_json(ctx);
-        if (req.get_param_value("fail_on_no_slot") == "1") {
-            bool any_idle = false;
-            for (const Json& s : slots) any_idle |= !s["is_processing"].get<bool>();
-            if (!any_idle) throw HttpError(503, "unavailable_error", "no slot available");
-        }
-        send_json(res, slots);
-    }));
+                if (!ctx.params.slots)
+                    throw HttpError(501, "not_supported_error",
+                                    "This server does not support slots endpoint. Start it without `--no-slots`");
+                Json slots = slots_json(ctx);
+                if (req.get_param_value("fail_on_no_slot") == "1") {
+                    bool any_idle = false;
+                    for (const Json& s : slots) any_idle |= !s["is_processing"].get<bool>();
+                    if (!any_idle) throw HttpError(503, "unavailable_error", "no slot available");
+                }
+                send_json(res, slots);
+            }));
 }
 
 }  // namespace bee::server

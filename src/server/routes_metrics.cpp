@@ -23,7 +23,8 @@ std::string prometheus_text(const SchedulerMetrics& m) {
     const Metric metrics[] = {
         {"prompt_tokens_total", "counter", "Number of prompt tokens processed.", (double)m.prompt_tokens_total},
         {"prompt_seconds_total", "counter", "Prompt process time", m.prompt_seconds_total},
-        {"tokens_predicted_total", "counter", "Number of generation tokens processed.", (double)m.tokens_predicted_total},
+        {"tokens_predicted_total", "counter", "Number of generation tokens processed.",
+         (double)m.tokens_predicted_total},
         {"tokens_predicted_seconds_total", "counter", "Predict process time", m.tokens_predicted_seconds_total},
         {"n_decode_total", "counter", "Total number of llama_decode() calls", (double)m.n_decode_total},
         {"n_tokens_max", "counter", "Largest observed n_tokens.", (double)m.n_tokens_max},
@@ -50,11 +51,12 @@ std::string prometheus_text(const SchedulerMetrics& m) {
 
 void register_metrics_routes(httplib::Server& svr, ServerContext& ctx) {
     svr.Get("/metrics", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
-        if (!ctx.params.metrics)
-            throw HttpError(501, "not_supported_error", "This server does not support metrics endpoint. Start it with `--metrics`");
-        res.set_header("Process-Start-Time-Unix", std::to_string(ctx.created));
-        res.set_content(prometheus_text(ctx.scheduler->metrics(true)), "text/plain; version=0.0.4");
-    }));
+                if (!ctx.params.metrics)
+                    throw HttpError(501, "not_supported_error",
+                                    "This server does not support metrics endpoint. Start it with `--metrics`");
+                res.set_header("Process-Start-Time-Unix", std::to_string(ctx.created));
+                res.set_content(prometheus_text(ctx.scheduler->metrics(true)), "text/plain; version=0.0.4");
+            }));
 }
 
 }  // namespace bee::server

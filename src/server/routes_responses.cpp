@@ -25,8 +25,8 @@ struct ResponsesStream {
     int64_t created;
     std::string model;
     std::unique_ptr<chat::ToolCallParser> parser;  // with tools: holds text that may be a call
-    Json output = Json::array();                    // finished items
-    std::string open_kind, open_id, open_text;      // the item being streamed ("reasoning" or "message")
+    Json output = Json::array();                   // finished items
+    std::string open_kind, open_id, open_text;     // the item being streamed ("reasoning" or "message")
     int64_t seq = 0;
     size_t n_calls = 0;
 
@@ -87,8 +87,11 @@ struct ResponsesStream {
             open(out, "message");
         }
         open_text += text;
-        out.push_back(ev("response.output_text.delta", {{"item_id", open_id}, {"output_index", index()}, {"content_index", 0},
-                                                        {"delta", text}, {"logprobs", Json::array()}}));
+        out.push_back(ev("response.output_text.delta", {{"item_id", open_id},
+                                                        {"output_index", index()},
+                                                        {"content_index", 0},
+                                                        {"delta", text},
+                                                        {"logprobs", Json::array()}}));
     }
     // Text and whole calls released by the parser; each call is one function_call item, arguments at once.
     void content(std::vector<Json>& out, chat::ToolCallDelta d) {
@@ -129,20 +132,24 @@ StreamFormat responses_stream_format(const ServerContext& ctx, const ChatRequest
     fmt.delta = [st](const TaskEvent& e) {
         std::vector<Json> out;
         if (!e.reasoning.empty()) st->reasoning(out, e.reasoning);
-        if (!e.content.empty()) st->content(out, st->parser ? st->parser->feed(e.content) : chat::ToolCallDelta{e.content, {}});
+        if (!e.content.empty())
+            st->content(out, st->parser ? st->parser->feed(e.content) : chat::ToolCallDelta{e.content, {}});
         return out;
     };
     fmt.done = [st](const FinishInfo& f) {
         std::vector<Json> out;
         if (st->parser) st->content(out, st->parser->finish());
         st->close(out);
-        Json done = st->ev("response.completed", {{"response", responses_object(st->id, st->created, st->model, st->output, &f)}});
+        Json done = st->ev("response.completed",
+                           {{"response", responses_object(st->id, st->created, st->model, st->output, &f)}});
         done["timings"] = timings_json(f);
         out.push_back(std::move(done));
         return out;
     };
     fmt.error = [st](const TaskEvent& e) {
-        return st->ev("error", {{"code", e.error_type}, {"message", e.error_message}, {"param", nullptr},
+        return st->ev("error", {{"code", e.error_type},
+                                {"message", e.error_message},
+                                {"param", nullptr},
                                 {"error", error_json(e.http_status, e.error_type, e.error_message)["error"]}});
     };
     return fmt;

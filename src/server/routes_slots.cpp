@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "base/error.h"
+#include "runtime/slot_save.h"
 #include "server/response.h"
 #include "server/routes.h"
-#include "runtime/slot_save.h"
 
 namespace bee::server {
 
@@ -14,7 +14,8 @@ namespace {
 
 void handle_slot_action(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
     if (ctx.params.slot_save_path.empty())
-        throw HttpError(501, "not_supported_error", "This server does not support slots action. Start it with `--slot-save-path`");
+        throw HttpError(501, "not_supported_error",
+                        "This server does not support slots action. Start it with `--slot-save-path`");
     const std::string id_text = req.matches[1];
     if (id_text.empty() || id_text.size() > 4 || id_text.find_first_not_of("0123456789") != std::string::npos ||
         std::stoi(id_text) >= ctx.scheduler->n_parallel())
@@ -29,7 +30,8 @@ void handle_slot_action(ServerContext& ctx, const httplib::Request& req, httplib
         filename = get_string(body, "filename", "");
         if (filename.empty()) bad_request("'filename' is required for action=%s", action.c_str());
         if (!valid_slot_filename(filename))
-            bad_request("Invalid filename '%s': give a plain file name (no path separators, no '..')", filename.c_str());
+            bad_request("Invalid filename '%s': give a plain file name (no path separators, no '..')",
+                        filename.c_str());
         path = ctx.params.slot_save_path + "/" + filename;
     }
     auto task = std::make_shared<Task>();
@@ -37,8 +39,8 @@ void handle_slot_action(ServerContext& ctx, const httplib::Request& req, httplib
     task->params.id_slot = id_slot;
     auto result = std::make_shared<SlotActionResult>();
     const std::string tag = slot_model_tag(ctx.model->describe(), ctx.tokenizer().n_vocab());
-    task->slot_action = [action, path, tag, id_slot, result, channel = task->channel](SeqMemory& mem, std::vector<int32_t>& cache,
-                                                                     int32_t n_ctx_slot) {
+    task->slot_action = [action, path, tag, id_slot, result,
+                         channel = task->channel](SeqMemory& mem, std::vector<int32_t>& cache, int32_t n_ctx_slot) {
         if (action == "save") *result = slot_save(mem, id_slot, cache, path, tag);
         else if (action == "restore") *result = slot_restore(mem, id_slot, cache, n_ctx_slot, path, tag);
         else *result = slot_erase(mem, id_slot, cache);
@@ -49,13 +51,18 @@ void handle_slot_action(ServerContext& ctx, const httplib::Request& req, httplib
     run_task(ctx, req, task);  // a failed action comes back as its 400 error
     Json j;
     if (action == "save")
-        j = {{"id_slot", id_slot}, {"filename", filename}, {"n_saved", result->n_tokens}, {"n_written", result->n_bytes},
+        j = {{"id_slot", id_slot},
+             {"filename", filename},
+             {"n_saved", result->n_tokens},
+             {"n_written", result->n_bytes},
              {"timings", {{"save_ms", result->ms}}}};
     else if (action == "restore")
-        j = {{"id_slot", id_slot}, {"filename", filename}, {"n_restored", result->n_tokens}, {"n_read", result->n_bytes},
+        j = {{"id_slot", id_slot},
+             {"filename", filename},
+             {"n_restored", result->n_tokens},
+             {"n_read", result->n_bytes},
              {"timings", {{"restore_ms", result->ms}}}};
-    else
-        j = {{"id_slot", id_slot}, {"n_erased", result->n_tokens}};
+    else j = {{"id_slot", id_slot}, {"n_erased", result->n_tokens}};
     send_json(res, j);
 }
 

@@ -64,11 +64,13 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
 }  // namespace
 
 void register_tokenize_routes(httplib::Server& svr, ServerContext& ctx) {
-    svr.Post("/tokenize", guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_tokenize(ctx, q, r); }));
-    svr.Post("/detokenize", guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_detokenize(ctx, q, r); }));
+    svr.Post("/tokenize",
+             guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_tokenize(ctx, q, r); }));
+    svr.Post("/detokenize",
+             guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_detokenize(ctx, q, r); }));
     svr.Post("/apply-template", guarded([&ctx](const httplib::Request& q, httplib::Response& r) {
-        send_json(r, {{"prompt", render_chat_prompt(ctx, parse_body(q)).text}});
-    }));
+                 send_json(r, {{"prompt", render_chat_prompt(ctx, parse_body(q)).text}});
+             }));
 }
 
 }  // namespace bee::server

@@ -21,9 +21,10 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
                 c->body_done();
                 if (req.body.size() > c->limits().max_body_bytes) {
                     c->close_after();
-                    throw HttpError(413, "invalid_request_error",
-                                    strfmt("the request body is too large (%zu bytes; the limit is %zu, --max-body-bytes)",
-                                           req.body.size(), c->limits().max_body_bytes));
+                    throw HttpError(
+                        413, "invalid_request_error",
+                        strfmt("the request body is too large (%zu bytes; the limit is %zu, --max-body-bytes)",
+                               req.body.size(), c->limits().max_body_bytes));
                 }
             }
             fn(req, res);
@@ -35,7 +36,8 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
             // note: request fields are type-checked where they are read; this net turns a check that was
             // missed (a field of the wrong type reaching nlohmann's get<>) into a 400, not a 500.
             BEE_LOG_WARN("%s %s: JSON type error: %s", req.method.c_str(), req.path.c_str(), e.what());
-            send_error(res, HttpError(400, "invalid_request_error", strfmt("a request field has the wrong type: %s", e.what())));
+            send_error(res, HttpError(400, "invalid_request_error",
+                                      strfmt("a request field has the wrong type: %s", e.what())));
         } catch (const std::exception& e) {
             BEE_LOG_ERROR("%s %s: %s", req.method.c_str(), req.path.c_str(), e.what());
             send_error(res, HttpError(500, "server_error", e.what()));
@@ -56,9 +58,11 @@ bool authorized(const ServerContext& ctx, const httplib::Request& req) {
     if (ctx.params.api_keys.empty() || is_public_path(req.path)) return true;
     const ConnStream* c = current_conn();
     bool found = false;
-    std::string key = c ? raw_header_value(c->raw_headers(), "Authorization", &found) : req.get_header_value("Authorization");
+    std::string key =
+        c ? raw_header_value(c->raw_headers(), "Authorization", &found) : req.get_header_value("Authorization");
     if (key.rfind("Bearer ", 0) == 0) key.erase(0, 7);
-    if (key.empty()) key = c ? raw_header_value(c->raw_headers(), "X-Api-Key", &found) : req.get_header_value("X-Api-Key");
+    if (key.empty())
+        key = c ? raw_header_value(c->raw_headers(), "X-Api-Key", &found) : req.get_header_value("X-Api-Key");
     bool ok = false;
     for (const std::string& k : ctx.params.api_keys) ok |= key_equals(key, k);
     return ok && !key.empty();
@@ -95,7 +99,8 @@ int check_body_framing(const httplib::Request& req, size_t max_body, std::string
     }
     const unsigned long long n = std::stoull(cl);
     if (n > max_body) {
-        why = strfmt("the request body is too large (Content-Length %llu; the limit is %zu, --max-body-bytes)", n, max_body);
+        why = strfmt("the request body is too large (Content-Length %llu; the limit is %zu, --max-body-bytes)", n,
+                     max_body);
         return 413;
     }
     return 0;
@@ -162,25 +167,23 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
         return httplib::Server::HandlerResponse::Unhandled;
     });
     // Errors httplib produces itself (unknown route, body too large) get the JSON envelope too.
-    svr_.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-        if (const ConnStream* c = current_conn(); c && c->body_too_large()) res.status = 413;
-        if (res.status == 404)
-            send_error(res, HttpError(404, "not_found_error", "File Not Found: " + req.path));
-        else if (res.status == 413)
-            send_error(res, HttpError(413, "invalid_request_error", "the request body is too large"));
-        else
-            send_error(res, HttpError(res.status, "invalid_request_error", "bad request"));
-        return httplib::Server::HandlerResponse::Handled;
-    }));
+    svr_.set_error_handler(
+        httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+            if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+            if (const ConnStream* c = current_conn(); c && c->body_too_large()) res.status = 413;
+            if (res.status == 404) send_error(res, HttpError(404, "not_found_error", "File Not Found: " + req.path));
+            else if (res.status == 413)
+                send_error(res, HttpError(413, "invalid_request_error", "the request body is too large"));
+            else send_error(res, HttpError(res.status, "invalid_request_error", "bad request"));
+            return httplib::Server::HandlerResponse::Handled;
+        }));
     svr_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
         std::string msg = "unknown error";
         try {
             std::rethrow_exception(ep);
         } catch (const std::exception& e) {
             msg = e.what();
-        } catch (...) {
-        }
+        } catch (...) {}
         send_error(res, HttpError(500, "server_error", msg));
     });
     register_info_routes(svr_, ctx_);
@@ -219,7 +222,8 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     resolve_embedding_options(ctx);
     ctx.engine = std::make_unique<Engine>(*ctx.model, ep);
     ctx.scheduler = std::make_unique<Scheduler>(*ctx.engine, p.sched);
-    ctx.tmpl_source = p.chat_template.empty() ? ctx.model->gguf().get_str("tokenizer.chat_template", "") : p.chat_template;
+    ctx.tmpl_source =
+        p.chat_template.empty() ? ctx.model->gguf().get_str("tokenizer.chat_template", "") : p.chat_template;
     if (ctx.tmpl_source.empty()) {
         // No template in the file: pick a built-in one by the turn markers the vocabulary has (ChatML
         // otherwise, as llama-server does).
@@ -240,7 +244,9 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     if (!p.slot_save_path.empty()) {  // as llama-server: the directory is created if missing
         std::error_code ec;
         std::filesystem::create_directories(p.slot_save_path, ec);
-        if (ec) fail("--slot-save-path %s: cannot create the directory: %s", p.slot_save_path.c_str(), ec.message().c_str());
+        if (ec)
+            fail("--slot-save-path %s: cannot create the directory: %s", p.slot_save_path.c_str(),
+                 ec.message().c_str());
     }
     BEE_LOG_INFO("%d slots of %d tokens (%s KV), batch %d, %d threads", p.sched.n_parallel, ctx.scheduler->n_ctx_slot(),
                  p.sched.kv_unified ? "unified" : "split", p.sched.n_batch, ctx.engine->params().n_threads);

@@ -12,8 +12,8 @@ namespace bee {
 
 // One finished speculative cycle of a sequence.
 struct CycleRecord {
-    int depth = 0;        // the cap asked of the drafters (0: a plain, non-speculative cycle)
-    int n_drafted = 0;    // draft tokens on the longest path actually proposed (<= depth)
+    int depth = 0;      // the cap asked of the drafters (0: a plain, non-speculative cycle)
+    int n_drafted = 0;  // draft tokens on the longest path actually proposed (<= depth)
     int n_accepted = 0;
     double draft_ms = 0;  // time in the drafters
     double cycle_ms = 0;  // draft + verify decode + verification + commit

@@ -12,9 +12,9 @@ namespace bee {
 const std::vector<DrafterKind>& drafter_kinds() {
     // Priority (first non-empty draft wins): upstream's n-gram order, then Bee's model-free drafters,
     // then the draft model (modelfree-and-server.md A.2: "draftless decoding has higher precedence").
-    static const std::vector<DrafterKind> kinds = {kDrafterNgramSimple, kDrafterNgramMapK, kDrafterNgramMapK4v,
+    static const std::vector<DrafterKind> kinds = {kDrafterNgramSimple, kDrafterNgramMapK,  kDrafterNgramMapK4v,
                                                    kDrafterNgramMod,    kDrafterNgramCache, kDrafterCopyspec,
-                                                   kDrafterRecycle,     kDrafterSuffix,    kDrafterDraftModel};
+                                                   kDrafterRecycle,     kDrafterSuffix,     kDrafterDraftModel};
     return kinds;
 }
 

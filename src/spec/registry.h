@@ -15,10 +15,10 @@ namespace bee {
 // One flag of a drafter kind, declared in its row; the command line (app/args_spec) adds every row's
 // flags, so a drafter's flags and help text are written once, next to its code.
 struct DrafterFlag {
-    const char* names;  // "--spec-suffix-tree" (aliases after commas)
-    const char* meta;   // value placeholder: "N", "FILE"
-    const char* help;   // with the default in brackets
-    int32_t* (*i32)(SpecParams& p) = nullptr;  // an integer setting (range lo..hi), or
+    const char* names;                             // "--spec-suffix-tree" (aliases after commas)
+    const char* meta;                              // value placeholder: "N", "FILE"
+    const char* help;                              // with the default in brackets
+    int32_t* (*i32)(SpecParams& p) = nullptr;      // an integer setting (range lo..hi), or
     std::string* (*str)(SpecParams& p) = nullptr;  // a string setting (a file name)
     int32_t lo = 0, hi = 0;
 };
@@ -26,15 +26,15 @@ struct DrafterFlag {
 // A drafter kind: its row is defined in its own file (spec/drafters/), and registry.cpp lists the rows
 // in priority order. Adding a drafter = its file with its row + one line in that list.
 struct DrafterKind {
-    const char* name;        // CLI name (--spec-type)
-    const char* aliases;     // other accepted names, comma-separated ("" none): llama.cpp's spellings
-    const char* stats_name;  // name in the statistics lines (llama.cpp's internal name)
+    const char* name;                // CLI name (--spec-type)
+    const char* aliases;             // other accepted names, comma-separated ("" none): llama.cpp's spellings
+    const char* stats_name;          // name in the statistics lines (llama.cpp's internal name)
     std::vector<DrafterFlag> flags;  // its own settings (the shared --spec-draft-* ones are in app/args_spec)
     // A file this kind loads and cannot run without: the flag that names it and whether it was given
     // (nullptr: none). Checked at start-up.
     const char* file_flag;
     bool (*has_file)(const SpecParams& p);
-    bool reads_hidden;       // reads the target's hidden states (Drafter::capture_layers)
+    bool reads_hidden;  // reads the target's hidden states (Drafter::capture_layers)
     std::unique_ptr<Drafter> (*make)(const DrafterEnv& env);
     // Process-wide state, created once at start-up (nullptr: none).
     std::unique_ptr<DrafterShared> (*make_shared)(const SpecParams& params, const Model& target);

@@ -14,8 +14,8 @@ struct NgramSizes {
 
 // --spec-dm-*: the adaptive depth controllers (drafters.md 2.9).
 struct DepthParams {
-    bool adaptive = true;              // --spec-dm-adaptive / --no-spec-dm-adaptive (off: fixed depth)
-    std::string controller = "profit"; // profit | fringe
+    bool adaptive = true;               // --spec-dm-adaptive / --no-spec-dm-adaptive (off: fixed depth)
+    std::string controller = "profit";  // profit | fringe
     int probe_interval = 16;
     float probe_fraction = 0.25f;
     int explore_interval = 12;
@@ -26,30 +26,30 @@ struct DepthParams {
     float raise_margin = 0.05f, lower_margin = 0.05f;
     float ewma_alpha = 0.15f;
     int min_samples = 3;
-    int warmup = 0;                    // 0: min_samples
+    int warmup = 0;  // 0: min_samples
     int baseline_interval = 1024;
-    float prior_weight = 0.3f;         // how far one request moves the per-process prior (0: no prior)
+    float prior_weight = 0.3f;  // how far one request moves the per-process prior (0: no prior)
 };
 
 struct SpecParams {
     std::vector<std::string> types;  // drafter names from the registry; empty: no speculation
 
     // Draft length settings shared by copyspec, recycle, suffix and the draft model.
-    int draft_n_max = 16;      // --spec-draft-n-max
-    int draft_n_min = 0;       // --spec-draft-n-min: drafts shorter than this are dropped
-    float draft_p_min = 0.0f;  // --spec-draft-p-min: the draft model stops below this top probability
-    float draft_temp = 0.0f;   // --spec-draft-temp: 0 greedy drafting, > 0 sampled (exact rejection)
+    int draft_n_max = 16;          // --spec-draft-n-max
+    int draft_n_min = 0;           // --spec-draft-n-min: drafts shorter than this are dropped
+    float draft_p_min = 0.0f;      // --spec-draft-p-min: the draft model stops below this top probability
+    float draft_temp = 0.0f;       // --spec-draft-temp: 0 greedy drafting, > 0 sampled (exact rejection)
     bool draft_temp_auto = false;  // --spec-draft-temp auto: use the target's temperature
-    std::string draft_model;   // -md FILE
-    int draft_n_ctx = 4096;    // the draft model's context (set to the target's)
-    int draft_n_threads = 0;   // 0: all cores
+    std::string draft_model;       // -md FILE
+    int draft_n_ctx = 4096;        // the draft model's context (set to the target's)
+    int draft_n_threads = 0;       // 0: all cores
 
     NgramSizes ngram_simple, ngram_map_k, ngram_map_k4v;
     int ngram_mod_n_match = 24, ngram_mod_n_min = 48, ngram_mod_n_max = 64;
     int ngram_mod_dead_off = 3;  // consecutive zero-accept drafts before ngram-mod pauses for the request
     std::string lookup_cache_static, lookup_cache_dynamic;  // -lcs / -lcd
     int copyspec_gamma = 6;
-    int recycle_k = 8;          // successors kept per token
+    int recycle_k = 8;  // successors kept per token
     int suffix_max_depth = 64;
     float suffix_factor = 2.0f, suffix_offset = 0.0f, suffix_min_prob = 0.1f;
     int suffix_tree_nodes = 0;  // --spec-suffix-tree: > 0 drafts a best-first tree of this many nodes

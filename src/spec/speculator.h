@@ -47,13 +47,13 @@
 namespace bee {
 
 struct DraftLimits {
-    int n_max = INT_MAX;    // draft tokens on any path: context room and tokens left to generate
-    int n_nodes = INT_MAX;  // nodes in the tree (a tree batch must fit in n_ubatch: n_ubatch - 1)
-    int n_max_override = 0; // per-request speculative.n_max (> 0: caps the depth policy's base)
-    int n_min_override = -1; // per-request speculative.n_min (>= 0: replaces --spec-draft-n-min)
-    float p_min_override = -1; // per-request speculative.p_min (>= 0: replaces --spec-draft-p-min)
-    float target_temp = 0;  // the target sampler's temperature (--spec-draft-temp auto)
-    bool timed = true;      // false: this cycle shares its decode with other sequences (no timing data)
+    int n_max = INT_MAX;        // draft tokens on any path: context room and tokens left to generate
+    int n_nodes = INT_MAX;      // nodes in the tree (a tree batch must fit in n_ubatch: n_ubatch - 1)
+    int n_max_override = 0;     // per-request speculative.n_max (> 0: caps the depth policy's base)
+    int n_min_override = -1;    // per-request speculative.n_min (>= 0: replaces --spec-draft-n-min)
+    float p_min_override = -1;  // per-request speculative.p_min (>= 0: replaces --spec-draft-p-min)
+    float target_temp = 0;      // the target sampler's temperature (--spec-draft-temp auto)
+    bool timed = true;          // false: this cycle shares its decode with other sequences (no timing data)
 };
 
 class Speculator {
@@ -93,8 +93,8 @@ private:
     DepthPrior& prior_;  // shared with every request of these types (begin seeds, end folds)
     SpecStats stats_;
     DraftTree tree_;
-    int winner_ = -1;     // drafter that produced tree_, -1: none
-    int depth_ = 0;       // cap asked this cycle
+    int winner_ = -1;  // drafter that produced tree_, -1: none
+    int depth_ = 0;    // cap asked this cycle
     bool timed_ = true;
     double t_start_ = 0, draft_ms_ = 0;
     std::vector<int32_t> row_tokens_;

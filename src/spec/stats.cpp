@@ -31,15 +31,15 @@ void DrafterStats::merge(const DrafterStats& o) {
 }
 
 std::string DrafterStats::line() const {
-    std::string s = strfmt("statistics %s: #calls(b,g,a) = %lld %lld %lld, #gen drafts = %lld, #acc drafts = %lld, "
-                           "#gen tokens = %lld, #acc tokens = %lld, dur(b,g,a) = %.3f, %.3f, %.3f ms, "
-                           "#mean acc len = %.2f, #acc rate/pos =",
-                           name.c_str(), (long long)n_begin, (long long)n_draft, (long long)n_accept,
-                           (long long)gen_drafts, (long long)acc_drafts, (long long)gen_tokens,
-                           (long long)acc_tokens, ms_begin, ms_draft, ms_accept, mean_acc_len());
+    std::string s = strfmt(
+        "statistics %s: #calls(b,g,a) = %lld %lld %lld, #gen drafts = %lld, #acc drafts = %lld, "
+        "#gen tokens = %lld, #acc tokens = %lld, dur(b,g,a) = %.3f, %.3f, %.3f ms, "
+        "#mean acc len = %.2f, #acc rate/pos =",
+        name.c_str(), (long long)n_begin, (long long)n_draft, (long long)n_accept, (long long)gen_drafts,
+        (long long)acc_drafts, (long long)gen_tokens, (long long)acc_tokens, ms_begin, ms_draft, ms_accept,
+        mean_acc_len());
     const size_t shown = acc_at_pos.size() < 16 ? acc_at_pos.size() : 16;
-    for (size_t i = 0; i < shown; i++)
-        s += strfmt(" %.2f", n_accept ? (double)acc_at_pos[i] / (double)n_accept : 0.0);
+    for (size_t i = 0; i < shown; i++) s += strfmt(" %.2f", n_accept ? (double)acc_at_pos[i] / (double)n_accept : 0.0);
     if (shown == 0) s += " -";
     return s;
 }

@@ -8,7 +8,7 @@
 namespace bee {
 
 struct DrafterStats {
-    std::string name;              // stats name, e.g. "ngram_simple"
+    std::string name;                                // stats name, e.g. "ngram_simple"
     int64_t n_begin = 0, n_draft = 0, n_accept = 0;  // #calls(b,g,a)
     int64_t gen_drafts = 0, acc_drafts = 0;          // drafts proposed / with >= 1 token accepted
     int64_t gen_tokens = 0, acc_tokens = 0;

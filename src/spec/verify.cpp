@@ -1,7 +1,6 @@
 // spec/verify: sample-and-match over trees and exact rejection sampling over sampled chains.
 #include "spec/verify.h"
 
-
 namespace bee {
 
 namespace {

@@ -11,7 +11,7 @@ namespace bee {
 struct Vocab;
 
 struct Fragment {
-    int32_t token;   // >= 0: this special token; -1: plain text [start, start + len)
+    int32_t token;  // >= 0: this special token; -1: plain text [start, start + len)
     uint32_t start;
     uint32_t len;
 };
@@ -29,7 +29,7 @@ private:
     // Byte trie over the texts of v.special_tokens, used to find which of them occur at all.
     int32_t child(int32_t node, uint8_t byte) const;
     std::unordered_map<uint64_t, int32_t> edges_;  // (node << 8 | byte) -> node
-    std::vector<int32_t> node_token_;               // token ending at a node, -1 if none
+    std::vector<int32_t> node_token_;              // token ending at a node, -1 if none
     bool first_byte_[256] = {};
 };
 

@@ -101,8 +101,8 @@ public:
             if (bpe_) {
                 bpe_->tokenize(v_, raw, out);
             } else {
-                const std::string s = escape_spaces(v_.add_space_prefix && prev_special ? " " + std::string(raw)
-                                                                                         : std::string(raw));
+                const std::string s =
+                    escape_spaces(v_.add_space_prefix && prev_special ? " " + std::string(raw) : std::string(raw));
                 spm_tokenize(v_, s, out);
             }
             prev_special = false;

@@ -12,7 +12,13 @@ namespace bee {
 class GgufFile;
 
 enum class TokenType : int32_t {  // tokenizer.ggml.token_type values
-    undefined = 0, normal = 1, unknown = 2, control = 3, user_defined = 4, unused = 5, byte = 6,
+    undefined = 0,
+    normal = 1,
+    unknown = 2,
+    control = 3,
+    user_defined = 4,
+    unused = 5,
+    byte = 6,
 };
 
 class Tokenizer {
@@ -38,20 +44,23 @@ public:
     std::string decode(const std::vector<int32_t>& ids, bool special = false) const;
 
     virtual int32_t n_vocab() const = 0;
-    virtual int32_t bos() const = 0;    // -1 if none
-    virtual int32_t eos() const = 0;    // -1 if none
+    virtual int32_t bos() const = 0;  // -1 if none
+    virtual int32_t eos() const = 0;  // -1 if none
     virtual bool add_bos() const = 0;
     virtual bool add_eos() const = 0;
     virtual bool is_eog(int32_t id) const = 0;  // end of generation: eos, eot, eom, ...
     // The file's type after llama.cpp's fix-ups (e.g. end-of-turn texts such as <|im_end|> are control).
     virtual TokenType token_type(int32_t id) const = 0;
     virtual const std::string& token_text(int32_t id) const = 0;  // raw vocab string
-    virtual const char* model_name() const = 0;  // "llama" (SPM) or "gpt2" (BPE)
+    virtual const char* model_name() const = 0;                   // "llama" (SPM) or "gpt2" (BPE)
 
     // Additions beyond the first API sketch (defaults keep test doubles simple).
     virtual bool add_space_prefix() const { return false; }  // tokenizer.ggml.add_space_prefix (SPM)
     // Id of the token whose vocab text is exactly `text` (e.g. "<|im_start|>"), -1 if none.
-    virtual int32_t find_token(std::string_view text) const { (void)text; return -1; }
+    virtual int32_t find_token(std::string_view text) const {
+        (void)text;
+        return -1;
+    }
     virtual int32_t eot() const { return -1; }  // end-of-turn token (e.g. <|im_end|>), -1 if none
     // Fill-in-the-middle tokens (from the file's FIM keys, else found by their text as llama.cpp does);
     // -1 where the vocabulary has none.

@@ -163,11 +163,11 @@ void detect_special_by_text(Vocab& v) {
                {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<\uFF5Cfim\u2581begin\uFF5C>", "<PRE>",
                 "\u2581<PRE>", "<|code_prefix|>", "<|prefix|>"});
         detect(v, id, v.fim_suf,
-               {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\uFF5Cfim\u2581hole\uFF5C>", "<SUF>",
-                "\u2581<SUF>", "<|code_suffix|>", "<|suffix|>"});
+               {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<\uFF5Cfim\u2581hole\uFF5C>", "<SUF>", "\u2581<SUF>",
+                "<|code_suffix|>", "<|suffix|>"});
         detect(v, id, v.fim_mid,
-               {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\uFF5Cfim\u2581end\uFF5C>", "<MID>",
-                "\u2581<MID>", "<|code_middle|>", "<|middle|>"});
+               {"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<\uFF5Cfim\u2581end\uFF5C>", "<MID>", "\u2581<MID>",
+                "<|code_middle|>", "<|middle|>"});
         detect(v, id, v.fim_pad, {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"});
         detect(v, id, v.fim_rep, {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"});
         detect(v, id, v.fim_sep, {"<|file_sep|>"});
@@ -189,10 +189,28 @@ void build_eog(Vocab& v) {
     }
     for (int32_t id = 0; id < v.n_vocab(); ++id) {
         if (!may_be_special_text(v.text[id])) continue;
-        if (text_in(v.text[id], {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>",
-                                 "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>",
-                                 "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<end_of_utterance>", "<eos>",
-                                 "<turn|>", "<|tool_response>", "<\uFF5Cend\u2581of\u2581sentence\uFF5C>", "[e~["})) {
+        if (text_in(v.text[id], {"<|eot_id|>",
+                                 "<|im_end|>",
+                                 "<|end|>",
+                                 "<|return|>",
+                                 "<|call|>",
+                                 "<|flush|>",
+                                 "<|calls|>",
+                                 "<end_of_turn>",
+                                 "<|endoftext|>",
+                                 "</s>",
+                                 "<|eom_id|>",
+                                 "<EOT>",
+                                 "_<EOT>",
+                                 "[EOT]",
+                                 "[EOS]",
+                                 "<|end_of_text|>",
+                                 "<end_of_utterance>",
+                                 "<eos>",
+                                 "<turn|>",
+                                 "<|tool_response>",
+                                 "<\uFF5Cend\u2581of\u2581sentence\uFF5C>",
+                                 "[e~["})) {
             v.is_eog[id] = 1;
             v.attr[id] |= kAttrControl;
         }
@@ -201,7 +219,10 @@ void build_eog(Vocab& v) {
         if (id >= 0) v.is_eog[id] = 1;
     }
     // gpt-oss / solar-open: "<|end|>" ends a message, not the generation, when <|return|>/<|call|> exist.
-    auto eog_with = [&](const char* t) { int32_t id = v.find(t); return id >= 0 && v.is_eog[id] ? id : -1; };
+    auto eog_with = [&](const char* t) {
+        int32_t id = v.find(t);
+        return id >= 0 && v.is_eog[id] ? id : -1;
+    };
     const int32_t end = eog_with("<|end|>");
     const bool has_call = eog_with("<|call|>") >= 0 || eog_with("<|calls|>") >= 0;
     if (end >= 0 && has_call && (eog_with("<|return|>") >= 0 || eog_with("<|flush|>") >= 0)) {

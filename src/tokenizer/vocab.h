@@ -34,8 +34,8 @@ using TokenMap = std::unordered_map<std::string, int32_t, StringHash, std::equal
 
 struct Vocab {
     VocabType type = VocabType::spm;
-    std::string model;  // tokenizer.ggml.model
-    std::string pre;    // tokenizer.ggml.pre ("" if absent)
+    std::string model;                           // tokenizer.ggml.model
+    std::string pre;                             // tokenizer.ggml.pre ("" if absent)
     const PreTokenizerSpec* pre_spec = nullptr;  // BPE only
 
     std::vector<std::string> text;  // (n_vocab) raw vocab strings

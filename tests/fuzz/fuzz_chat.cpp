@@ -32,7 +32,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         std::string_view src(reinterpret_cast<const char*>(data), size);
         bee::chat::Template t = bee::chat::Template::parse(src);
         t.render(context(), 0);
-    } catch (const bee::Error&) {
-    }
+    } catch (const bee::Error&) {}
     return 0;
 }

@@ -16,14 +16,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (const auto& kv : f.metadata()) {
             try {
                 f.get_int(kv.first);
-            } catch (const bee::Error&) {
-            }
+            } catch (const bee::Error&) {}
             try {
                 f.get_float_array(kv.first);
-            } catch (const bee::Error&) {
-            }
+            } catch (const bee::Error&) {}
         }
-    } catch (const bee::Error&) {
-    }
+    } catch (const bee::Error&) {}
     return 0;
 }

@@ -45,7 +45,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             m.can_end();
         }
         m.accept_token(7);
-    } catch (const bee::Error&) {
-    }
+    } catch (const bee::Error&) {}
     return 0;
 }

@@ -25,15 +25,13 @@ void parse_request(bee::server::ServerContext& ctx, const bee::server::Json& bod
             parse_n_choices(body);
             if (body.contains("prompt")) make_tasks(ctx, tokenize_prompts(body["prompt"], ctx.tokenizer()).at(0), g, 1);
         } catch (const HttpError&) {
-        } catch (const bee::Error&) {
-        }
+        } catch (const bee::Error&) {}
     }
     try {
         ChatPrompt cp = render_chat_prompt(ctx, body);
         make_task(ctx, ctx.tokenizer().encode(cp.text, true, true), GenParams{});
     } catch (const HttpError&) {
-    } catch (const bee::Error&) {
-    }
+    } catch (const bee::Error&) {}
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ QuantizeRowFn quantize_activation(GgmlType vec_dot_type) {
 }
 
 // The quantized tiles of one namespace (avx2 or avxvnni: the same names).
-#define BEE_QUANT_TILES(ns)                                                      \
+#define BEE_QUANT_TILES(ns)                                                     \
     case GgmlType::Q4_0: return packed ? &ns::kGemmRows16Q4_0 : &ns::kGemmQ4_0; \
     case GgmlType::Q4_1: return packed ? &ns::kGemmRows16Q4_1 : &ns::kGemmQ4_1; \
     case GgmlType::Q5_0: return packed ? &ns::kGemmRows16Q5_0 : &ns::kGemmQ5_0; \
@@ -96,8 +96,7 @@ const GemmKernel* gemm_kernel(GgmlType wtype, WeightLayout layout) {
     switch (wtype) {
         case GgmlType::F32: return packed ? nullptr : &kGemmF32;
         case GgmlType::F16: return packed ? nullptr : &kGemmF16;
-        case GgmlType::BF16: return packed ? nullptr : &kGemmBF16;
-        BEE_QUANT_TILES(avx2)
+        case GgmlType::BF16: return packed ? nullptr : &kGemmBF16; BEE_QUANT_TILES(avx2)
         default: return nullptr;
     }
 }

@@ -48,9 +48,9 @@ inline __m256i bits_to_bytes_32(const uint8_t* p) {
     uint32_t bits;
     memcpy(&bits, p, 4);
     // byte j takes source byte j / 8, then tests bit j % 8 of it
-    const __m256i spread = _mm256_shuffle_epi8(
-        _mm256_set1_epi32((int)bits),
-        _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+    const __m256i spread =
+        _mm256_shuffle_epi8(_mm256_set1_epi32((int)bits), _mm256_setr_epi64x(0x0000000000000000, 0x0101010101010101,
+                                                                             0x0202020202020202, 0x0303030303030303));
     const __m256i bit = _mm256_set1_epi64x((int64_t)0x8040201008040201ull);
     return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
 }
@@ -62,8 +62,6 @@ inline __m256i dot_u8_i8(__m256i u, __m256i y) {
 }
 
 // Sums of 4 adjacent products of signed x and signed y (neither -128) -> 8 int32.
-inline __m256i dot_i8_i8(__m256i x, __m256i y) {
-    return dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
-}
+inline __m256i dot_i8_i8(__m256i x, __m256i y) { return dot_u8_i8(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x)); }
 
 }  // namespace bee::avx2

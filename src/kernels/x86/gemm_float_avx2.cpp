@@ -58,15 +58,15 @@ template <class W, int R, int C, bool kPrefetch = true>
 inline __attribute__((always_inline)) void tile_step(const uint8_t* w, size_t ws, const float* a, size_t as_f,
                                                      __m256 (&acc)[R][C]) {
     __m256 wv[R];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         if constexpr (kPrefetch) _mm_prefetch((const char*)(w + r * ws + kAhead), _MM_HINT_T0);
         wv[r] = W::load(w + r * ws);
     }
-    #pragma GCC unroll 2
+#pragma GCC unroll 2
     for (int c = 0; c < C; c++) {
         const __m256 av = _mm256_loadu_ps(a + c * as_f);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int r = 0; r < R; r++) acc[r][c] = _mm256_fmadd_ps(wv[r], av, acc[r][c]);
     }
 }
@@ -74,9 +74,9 @@ inline __attribute__((always_inline)) void tile_step(const uint8_t* w, size_t ws
 template <class W, int R, int C>
 void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* y, size_t ldy) {
     __m256 acc[R][C];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        #pragma GCC unroll 2
+#pragma GCC unroll 2
         for (int c = 0; c < C; c++) acc[r][c] = _mm256_setzero_ps();
     const size_t as_f = as / sizeof(float);
     int64_t k = 0;
@@ -88,9 +88,9 @@ void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, f
         for (int c = 0; c < C; c++) memcpy(at[c], (const float*)(a + c * as) + k, sizeof(float) * (size_t)(n - k));
         tile_step<W, R, C, false>(wt[0], sizeof wt[0], at[0], 8, acc);
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        #pragma GCC unroll 2
+#pragma GCC unroll 2
         for (int c = 0; c < C; c++) y[c * ldy + r] = reduce8(acc[r][c]);
 }
 
@@ -112,11 +112,11 @@ void tile_any(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t a
 }  // namespace
 
 // Referenced from avx2_table.cpp.
-extern const GemmKernel kGemmF32 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<F32>, kMaxRows,
-                                    kMaxCols, nullptr};
-extern const GemmKernel kGemmF16 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<F16>, kMaxRows,
-                                    kMaxCols, nullptr};
-extern const GemmKernel kGemmBF16 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<BF16>, kMaxRows,
-                                     kMaxCols, nullptr};
+extern const GemmKernel kGemmF32 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<F32>,
+                                    kMaxRows,      kMaxCols,           nullptr};
+extern const GemmKernel kGemmF16 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<F16>,
+                                    kMaxRows,      kMaxCols,           nullptr};
+extern const GemmKernel kGemmBF16 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<BF16>,
+                                     kMaxRows,      kMaxCols,           nullptr};
 
 }  // namespace bee::avx2

@@ -37,9 +37,7 @@ void prepare_f32(const void* src, void* dst, int64_t n) { memcpy(dst, src, (size
 // 16 (or, masked, fewer: the rest 0) weights at element k of a row -> f32.
 struct F32 {
     static constexpr size_t kBytes = 4;  // per weight
-    static __m512 load(const uint8_t* row, int64_t k, __mmask16 m) {
-        return _mm512_maskz_loadu_ps(m, row + 4 * k);
-    }
+    static __m512 load(const uint8_t* row, int64_t k, __mmask16 m) { return _mm512_maskz_loadu_ps(m, row + 4 * k); }
 };
 struct F16 {
     static constexpr size_t kBytes = 2;
@@ -60,15 +58,15 @@ template <class W, int R, int C>
 inline __attribute__((always_inline)) void tile_step(const uint8_t* w, size_t ws, const uint8_t* a, size_t as,
                                                      int64_t k, __mmask16 m, __m512 (&acc)[R][C]) {
     __m512 wv[R];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++) {
         _mm_prefetch((const char*)(w + r * ws + W::kBytes * k + kAhead), _MM_HINT_T0);
         wv[r] = W::load(w + r * ws, k, m);
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int c = 0; c < C; c++) {
         const __m512 av = _mm512_maskz_loadu_ps(m, (const float*)(a + c * as) + k);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int r = 0; r < R; r++) acc[r][c] = _mm512_fmadd_ps(wv[r], av, acc[r][c]);
     }
 }
@@ -76,16 +74,16 @@ inline __attribute__((always_inline)) void tile_step(const uint8_t* w, size_t ws
 template <class W, int R, int C>
 void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, float* y, size_t ldy) {
     __m512 acc[R][C];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int c = 0; c < C; c++) acc[r][c] = _mm512_setzero_ps();
     int64_t k = 0;
     for (; k + 16 <= n; k += 16) tile_step<W, R, C>(w, ws, a, as, k, (__mmask16)0xFFFF, acc);
     if (k < n) tile_step<W, R, C>(w, ws, a, as, k, (__mmask16)((1u << (n - k)) - 1), acc);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int r = 0; r < R; r++)
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int c = 0; c < C; c++) y[c * ldy + r] = _mm512_reduce_add_ps(acc[r][c]);
 }
 
@@ -107,11 +105,11 @@ void tile_any(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t a
 }  // namespace
 
 // Referenced from avx512_table.cpp.
-extern const GemmKernel kGemmF32 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<F32>, kMaxRows,
-                                    kMaxCols, nullptr};
-extern const GemmKernel kGemmF16 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<F16>, kMaxRows,
-                                    kMaxCols, nullptr};
-extern const GemmKernel kGemmBF16 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<BF16>, kMaxRows,
-                                     kMaxCols, nullptr};
+extern const GemmKernel kGemmF32 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<F32>,
+                                    kMaxRows,      kMaxCols,           nullptr};
+extern const GemmKernel kGemmF16 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<F16>,
+                                    kMaxRows,      kMaxCols,           nullptr};
+extern const GemmKernel kGemmBF16 = {GgmlType::F32, prepared_row_bytes, prepare_f32, tile_any<BF16>,
+                                     kMaxRows,      kMaxCols,           nullptr};
 
 }  // namespace bee::avx512

@@ -20,7 +20,7 @@ struct Block8 {
 
 inline void split_nibbles(const __m256i (&x)[4], Block8& b) {
     const __m256i lo = _mm256_set1_epi8(0x0F);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int v = 0; v < 4; v++) {
         b.u[v] = _mm256_and_si256(x[v], lo);
         b.u[v + 4] = _mm256_and_si256(_mm256_srli_epi16(x[v], 4), lo);
@@ -31,10 +31,10 @@ inline void split_nibbles(const __m256i (&x)[4], Block8& b) {
 // Bits 4k..4k+3 sit in byte k/2 of the lane, nibble k%2: a byte shuffle copies that byte into the lane's 4
 // bytes, a compare against (1, 2, 4, 8) << 4(k%2) picks one bit per byte.
 inline void add_fifth_bits(__m256i qh, Block8& b) {
-    const __m256i base = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4,
-                                          8, 8, 8, 8, 12, 12, 12, 12);
+    const __m256i base = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0, 0, 0, 4, 4, 4, 4, 8,
+                                          8, 8, 8, 12, 12, 12, 12);
     const __m256i sixteen = _mm256_set1_epi8(16);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int k = 0; k < 8; k++) {
         const __m256i bytes = _mm256_shuffle_epi8(qh, _mm256_add_epi8(base, _mm256_set1_epi8((char)(k / 2))));
         const __m256i bit = _mm256_set1_epi32(k % 2 ? (int)0x80402010 : 0x08040201);
@@ -138,12 +138,12 @@ inline __m256i block_dot5(const Block8& wb, const ActBlock* ab) {
     __m256i sum;
     if constexpr (kVnni) {
         sum = _mm256_setzero_si256();
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k++) sum = _mm256_dpbusd_avx_epi32(sum, wb.u[k], a(k));
     } else {  // four products per s16 sum at most
         const __m256i ones = _mm256_set1_epi16(1);
         __m256i p0 = _mm256_maddubs_epi16(wb.u[0], a(0)), p1 = _mm256_maddubs_epi16(wb.u[4], a(4));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int k = 1; k < 4; k++) {
             p0 = _mm256_add_epi16(p0, _mm256_maddubs_epi16(wb.u[k], a(k)));
             p1 = _mm256_add_epi16(p1, _mm256_maddubs_epi16(wb.u[k + 4], a(k + 4)));
@@ -167,7 +167,7 @@ constexpr int kEarlyCols = 2;
 template <int C, int N, class Src>
 inline void load_early(const Src& src, int64_t b, __m256i (&raw)[N]) {
     if constexpr (C <= kEarlyCols) {
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int v = 0; v < N; v++) {
             raw[v] = src.raw(b, v);
             asm volatile("" : "+x"(raw[v]));  // in address order (volatile asms keep their order)
@@ -184,31 +184,31 @@ inline void block_dots(const Src& src, int64_t b, const ActBlock* const (&ab)[C]
     const __m256i ones = _mm256_set1_epi16(1);
     if constexpr (W::kFifth) {  // Q5_0 / Q5_1: the whole block, token by token
         const Block8 wb = load_block5<W>(src, b);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) sum[c] = block_dot5<W>(wb, ab[c]);
         return;
     } else if constexpr (W::kNibbles) {  // Q4_0 / Q4_1: u <= 15, all eight products of a block in one s16 sum
         const __m256i lo = _mm256_set1_epi8(0x0F);
         __m256i raw[4];
         load_early<C, 4>(src, b, raw);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int v = 0; v < 4; v++) {
             const __m256i x = C <= kEarlyCols ? raw[v] : src.raw(b, v);
             const __m256i u0 = _mm256_and_si256(x, lo), u1 = _mm256_and_si256(_mm256_srli_epi16(x, 4), lo);
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int c = 0; c < C; c++) {
                 if constexpr (kVnni) {
                     const __m256i s = v ? sum[c] : _mm256_setzero_si256();
                     sum[c] = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(s, u0, a(c, v)), u1, a(c, v + 4));
                 } else {
-                    const __m256i t = _mm256_add_epi16(_mm256_maddubs_epi16(u0, a(c, v)),
-                                                       _mm256_maddubs_epi16(u1, a(c, v + 4)));
+                    const __m256i t =
+                        _mm256_add_epi16(_mm256_maddubs_epi16(u0, a(c, v)), _mm256_maddubs_epi16(u1, a(c, v + 4)));
                     sum[c] = v ? _mm256_add_epi16(sum[c], t) : t;  // s16 until the last vector
                     keep_order(sum[c]);
                 }
             }
         }
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             if constexpr (!kVnni) sum[c] = _mm256_madd_epi16(sum[c], ones);
             if constexpr (!W::kMin) sum[c] = _mm256_add_epi32(sum[c], _mm256_set1_epi32(ab[c]->start));
@@ -217,11 +217,11 @@ inline void block_dots(const Src& src, int64_t b, const ActBlock* const (&ab)[C]
         const __m256i flip = _mm256_set1_epi8((char)0x80);
         __m256i raw[8];
         load_early<C, 8>(src, b, raw);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
             const __m256i u = C <= kEarlyCols ? raw[k] : src.raw(b, k);
             const __m256i q = _mm256_xor_si256(u, flip), aq = _mm256_abs_epi8(q);
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int c = 0; c < C; c++) {
                 __m256i t;
                 if constexpr (kVnni) {  // start = -128·Σa
@@ -241,17 +241,17 @@ template <class W, class Src, int C>
 void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int nr, float* y, size_t ldy) {
     const Src src(w, ws, nr);
     __m256 acc[C];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int c = 0; c < C; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / 32; b++) {
         const ActBlock* ab[C];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) ab[c] = (const ActBlock*)(a + c * as) + b;
         __m256 d, m;
         src.scales(b, d, m);  // a stream of its own: read before the products, as the quants are
         __m256i sum[C];
         block_dots<W, Src, C>(src, b, ab, sum);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const __m256 f = _mm256_cvtepi32_ps(sum[c]);
             acc[c] = _mm256_fmadd_ps(f, _mm256_mul_ps(d, _mm256_set1_ps(ab[c]->d)), acc[c]);
@@ -259,7 +259,7 @@ void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, i
         }
     }
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int c = 0; c < C; c++) _mm256_maskstore_ps(y + c * ldy, mask, acc[c]);
 }
 
@@ -283,24 +283,39 @@ void locate(const uint8_t* base, int64_t n_out, int64_t n_in, int64_t o, const u
 
 // Referenced from avx2_table.cpp: per type the rows16 kernel and the GGUF-layout kernel (in bee::avx2 and, with
 // AVX-VNNI dot products, bee::avxvnni).
-extern const GemmKernel kGemmRows16Q4_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<8>,
-                                           tile_any8<Q4_0, Rows16Src<Q4_0>>, kRows, kCols, locate<GgmlType::Q4_0>};
-extern const GemmKernel kGemmQ4_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<8>,
-                                     tile_any8<Q4_0, GgufSrc<Q4_0>>, kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q4_1 = {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1,
-                                           tile_any8<Q4_1, Rows16Src<Q4_1>>, kRows, kCols, locate<GgmlType::Q4_1>};
-extern const GemmKernel kGemmQ4_1 = {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1,
-                                     tile_any8<Q4_1, GgufSrc<Q4_1>>, kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q5_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<16>,
-                                           tile_any8<Q5_0, Rows16Src<Q5_0>>, kRows, kCols, locate<GgmlType::Q5_0>};
-extern const GemmKernel kGemmQ5_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<16>,
-                                     tile_any8<Q5_0, GgufSrc<Q5_0>>, kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q5_1 = {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1,
-                                           tile_any8<Q5_1, Rows16Src<Q5_1>>, kRows, kCols, locate<GgmlType::Q5_1>};
-extern const GemmKernel kGemmQ5_1 = {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1,
-                                     tile_any8<Q5_1, GgufSrc<Q5_1>>, kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q8_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<kVnni ? 128 : 0>,
-                                           tile_any8<Q8_0, Rows16Src<Q8_0>>, kRows, kCols, locate<GgmlType::Q8_0>};
-extern const GemmKernel kGemmQ8_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<kVnni ? 128 : 0>,
-                                     tile_any8<Q8_0, GgufSrc<Q8_0>>, kRows, kCols, nullptr};
-
+extern const GemmKernel kGemmRows16Q4_0 =
+    {GgmlType::Q8_0, act_block_row_bytes,   prepare_blocks_q8_0<8>, tile_any8<Q4_0, Rows16Src<Q4_0>>, kRows,
+     kCols,          locate<GgmlType::Q4_0>};
+extern const GemmKernel kGemmQ4_0 =
+    {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<8>, tile_any8<Q4_0, GgufSrc<Q4_0>>, kRows, kCols,
+     nullptr};
+extern const GemmKernel kGemmRows16Q4_1 =
+    {GgmlType::Q8_1, act_block_row_bytes,   prepare_blocks_q8_1, tile_any8<Q4_1, Rows16Src<Q4_1>>, kRows,
+     kCols,          locate<GgmlType::Q4_1>};
+extern const GemmKernel kGemmQ4_1 =
+    {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1, tile_any8<Q4_1, GgufSrc<Q4_1>>, kRows, kCols, nullptr};
+extern const GemmKernel kGemmRows16Q5_0 =
+    {GgmlType::Q8_0, act_block_row_bytes,   prepare_blocks_q8_0<16>, tile_any8<Q5_0, Rows16Src<Q5_0>>, kRows,
+     kCols,          locate<GgmlType::Q5_0>};
+extern const GemmKernel kGemmQ5_0 =
+    {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<16>, tile_any8<Q5_0, GgufSrc<Q5_0>>, kRows, kCols,
+     nullptr};
+extern const GemmKernel kGemmRows16Q5_1 =
+    {GgmlType::Q8_1, act_block_row_bytes,   prepare_blocks_q8_1, tile_any8<Q5_1, Rows16Src<Q5_1>>, kRows,
+     kCols,          locate<GgmlType::Q5_1>};
+extern const GemmKernel kGemmQ5_1 =
+    {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1, tile_any8<Q5_1, GgufSrc<Q5_1>>, kRows, kCols, nullptr};
+extern const GemmKernel kGemmRows16Q8_0 = {GgmlType::Q8_0,
+                                           act_block_row_bytes,
+                                           prepare_blocks_q8_0<kVnni ? 128 : 0>,
+                                           tile_any8<Q8_0, Rows16Src<Q8_0>>,
+                                           kRows,
+                                           kCols,
+                                           locate<GgmlType::Q8_0>};
+extern const GemmKernel kGemmQ8_0 = {GgmlType::Q8_0,
+                                     act_block_row_bytes,
+                                     prepare_blocks_q8_0<kVnni ? 128 : 0>,
+                                     tile_any8<Q8_0, GgufSrc<Q8_0>>,
+                                     kRows,
+                                     kCols,
+                                     nullptr};

@@ -21,8 +21,8 @@
 
 #include "base/fp16.h"
 #include "kernels/repack.h"
-#include "kernels/x86/tile_act.h"
 #include "kernels/x86/avx512.h"
+#include "kernels/x86/tile_act.h"
 #include "quant/blocks.h"
 
 namespace bee::avx512 {
@@ -46,7 +46,7 @@ struct Block16 {
 // Split 4 nibble vectors (low nibbles: elements 0-15, high: 16-31) into the 8 element vectors.
 inline void split_nibbles(const __m512i (&x)[4], Block16& b) {
     const __m512i lo = _mm512_set1_epi8(0x0F);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int v = 0; v < 4; v++) {
         b.u[v] = _mm512_and_si512(x[v], lo);
         b.u[v + 4] = _mm512_and_si512(_mm512_srli_epi16(x[v], 4), lo);
@@ -61,10 +61,9 @@ inline __m512 halves_to_ps(__m512i x) { return _mm512_cvtph_ps(_mm512_cvtepi32_e
 // that byte into the lane's 4 bytes, a test against (1, 2, 4, 8) << 4(k%2) picks one bit per byte.
 inline void add_fifth_bits(__m512i qh, Block16& b) {
     // byte 4p of each dword p (0-3) of a 128-bit lane, in all 4 of its bytes
-    const __m512i base = _mm512_set_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0, 0x0C0C0C0C, 0x08080808, 0x04040404,
-                                          0, 0x0C0C0C0C, 0x08080808, 0x04040404, 0, 0x0C0C0C0C, 0x08080808,
-                                          0x04040404, 0);
-    #pragma GCC unroll 8
+    const __m512i base = _mm512_set_epi32(0x0C0C0C0C, 0x08080808, 0x04040404, 0, 0x0C0C0C0C, 0x08080808, 0x04040404, 0,
+                                          0x0C0C0C0C, 0x08080808, 0x04040404, 0, 0x0C0C0C0C, 0x08080808, 0x04040404, 0);
+#pragma GCC unroll 8
     for (int k = 0; k < 8; k++) {
         const __m512i bytes = _mm512_shuffle_epi8(qh, _mm512_add_epi8(base, _mm512_set1_epi8((char)(k / 2))));
         const __mmask64 m = _mm512_test_epi8_mask(bytes, _mm512_set1_epi32(k % 2 ? (int)0x80402010 : 0x08040201));
@@ -110,8 +109,8 @@ struct Rows16Src {
     Rows16Src(const uint8_t* w, size_t ws, int) : q(w), s(w + ws) {}
     inline Block16 load(int64_t b) const {
         const uint8_t* qb = q + (size_t)b * W::kQuantBytes;
-        // note: one stream per group; the hardware prefetcher alone left a matvec waiting on loads.
-        #pragma GCC unroll 8
+// note: one stream per group; the hardware prefetcher alone left a matvec waiting on loads.
+#pragma GCC unroll 8
         for (size_t l = 0; l < W::kQuantBytes; l += 64) _mm_prefetch((const char*)qb + l + kAhead, _MM_HINT_T0);
         const uint8_t* sb = s + (size_t)b * W::kScaleBytes;
         Block16 r;
@@ -121,7 +120,7 @@ struct Rows16Src {
             split_nibbles(x, r);
             if constexpr (W::kFifth) add_fifth_bits(_mm512_load_si512(qb + 256), r);
         } else {
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int k = 0; k < 8; k++) r.u[k] = _mm512_load_si512(qb + 64 * k);
         }
         r.d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)sb));
@@ -153,7 +152,7 @@ struct GgufSrc {
             split_nibbles(x, r);
             if constexpr (W::kFifth) add_fifth_bits(gather(blk + W::kQhAt), r);
         } else {
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int k = 0; k < 8; k++)  // q + 128 as unsigned
                 r.u[k] = _mm512_xor_si512(gather(blk + W::kQsAt + 4 * k), _mm512_set1_epi8((char)0x80));
         }
@@ -169,17 +168,17 @@ template <class W, class Src, int C>
 void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int nr, float* y, size_t ldy) {
     const Src src(w, ws, nr);
     __m512 acc[C];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int c = 0; c < C; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n / 32; b++) {
         const Block16 wb = src.load(b);
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const ActBlock* ab = (const ActBlock*)(a + c * as) + b;
             // two independent chains (elements 0-15, 16-31) halve the vpdpbusd latency on the critical path
             __m512i s0 = W::kMin ? _mm512_setzero_si512() : _mm512_set1_epi32(ab->start);
             __m512i s1 = _mm512_setzero_si512();
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 s0 = _mm512_dpbusd_epi32(s0, wb.u[k], _mm512_set1_epi32(ab->q4[k]));
                 s1 = _mm512_dpbusd_epi32(s1, wb.u[k + 4], _mm512_set1_epi32(ab->q4[k + 4]));
@@ -190,7 +189,7 @@ void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, i
         }
     }
     const __mmask16 mask = (__mmask16)((1u << nr) - 1);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int c = 0; c < C; c++) _mm512_mask_storeu_ps(y + c * ldy, mask, acc[c]);
 }
 
@@ -212,25 +211,33 @@ void locate(const uint8_t* base, int64_t n_out, int64_t n_in, int64_t o, const u
 }  // namespace
 
 // Referenced from avx512_table.cpp: per type the rows16 kernel and the GGUF-layout kernel.
-extern const GemmKernel kGemmRows16Q4_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<8>,
-                                           tile_any16<Q4_0, Rows16Src<Q4_0>>, kRows, kCols, locate<GgmlType::Q4_0>};
-extern const GemmKernel kGemmQ4_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<8>,
-                                     tile_any16<Q4_0, GgufSrc<Q4_0>>, kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q4_1 = {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1,
-                                           tile_any16<Q4_1, Rows16Src<Q4_1>>, kRows, kCols, locate<GgmlType::Q4_1>};
-extern const GemmKernel kGemmQ4_1 = {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1,
-                                     tile_any16<Q4_1, GgufSrc<Q4_1>>, kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q5_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<16>,
-                                           tile_any16<Q5_0, Rows16Src<Q5_0>>, kRows, kCols, locate<GgmlType::Q5_0>};
-extern const GemmKernel kGemmQ5_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<16>,
-                                     tile_any16<Q5_0, GgufSrc<Q5_0>>, kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q5_1 = {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1,
-                                           tile_any16<Q5_1, Rows16Src<Q5_1>>, kRows, kCols, locate<GgmlType::Q5_1>};
-extern const GemmKernel kGemmQ5_1 = {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1,
-                                     tile_any16<Q5_1, GgufSrc<Q5_1>>, kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q8_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<128>,
-                                           tile_any16<Q8_0, Rows16Src<Q8_0>>, kRows, kCols, locate<GgmlType::Q8_0>};
-extern const GemmKernel kGemmQ8_0 = {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<128>,
-                                     tile_any16<Q8_0, GgufSrc<Q8_0>>, kRows, kCols, nullptr};
+extern const GemmKernel kGemmRows16Q4_0 =
+    {GgmlType::Q8_0, act_block_row_bytes,   prepare_blocks_q8_0<8>, tile_any16<Q4_0, Rows16Src<Q4_0>>, kRows,
+     kCols,          locate<GgmlType::Q4_0>};
+extern const GemmKernel kGemmQ4_0 =
+    {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<8>, tile_any16<Q4_0, GgufSrc<Q4_0>>, kRows, kCols,
+     nullptr};
+extern const GemmKernel kGemmRows16Q4_1 =
+    {GgmlType::Q8_1, act_block_row_bytes,   prepare_blocks_q8_1, tile_any16<Q4_1, Rows16Src<Q4_1>>, kRows,
+     kCols,          locate<GgmlType::Q4_1>};
+extern const GemmKernel kGemmQ4_1 =
+    {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1, tile_any16<Q4_1, GgufSrc<Q4_1>>, kRows, kCols, nullptr};
+extern const GemmKernel kGemmRows16Q5_0 =
+    {GgmlType::Q8_0, act_block_row_bytes,   prepare_blocks_q8_0<16>, tile_any16<Q5_0, Rows16Src<Q5_0>>, kRows,
+     kCols,          locate<GgmlType::Q5_0>};
+extern const GemmKernel kGemmQ5_0 =
+    {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<16>, tile_any16<Q5_0, GgufSrc<Q5_0>>, kRows, kCols,
+     nullptr};
+extern const GemmKernel kGemmRows16Q5_1 =
+    {GgmlType::Q8_1, act_block_row_bytes,   prepare_blocks_q8_1, tile_any16<Q5_1, Rows16Src<Q5_1>>, kRows,
+     kCols,          locate<GgmlType::Q5_1>};
+extern const GemmKernel kGemmQ5_1 =
+    {GgmlType::Q8_1, act_block_row_bytes, prepare_blocks_q8_1, tile_any16<Q5_1, GgufSrc<Q5_1>>, kRows, kCols, nullptr};
+extern const GemmKernel kGemmRows16Q8_0 =
+    {GgmlType::Q8_0, act_block_row_bytes,   prepare_blocks_q8_0<128>, tile_any16<Q8_0, Rows16Src<Q8_0>>, kRows,
+     kCols,          locate<GgmlType::Q8_0>};
+extern const GemmKernel kGemmQ8_0 =
+    {GgmlType::Q8_0, act_block_row_bytes, prepare_blocks_q8_0<128>, tile_any16<Q8_0, GgufSrc<Q8_0>>, kRows, kCols,
+     nullptr};
 
 }  // namespace bee::avx512

@@ -19,9 +19,7 @@ inline __m256 halves_to_ps(__m256i x) {
 }
 
 // Shifts every byte left by s (s may be negative: right) inside its int32 lane; callers mask the result.
-inline __m256i shift_bits(__m256i x, int s) {
-    return s >= 0 ? _mm256_slli_epi32(x, s) : _mm256_srli_epi32(x, -s);
-}
+inline __m256i shift_bits(__m256i x, int s) { return s >= 0 ? _mm256_slli_epi32(x, s) : _mm256_srli_epi32(x, -s); }
 
 // Bytes the rows16 tile reads ahead of itself (software prefetch, as in gemm_rows16_avx512.cpp).
 constexpr size_t kAhead = 2048;
@@ -74,22 +72,22 @@ inline __m256i dot_pairs(__m256i imin, __m256i x, __m256i y) {
 // -32·Σa; Q3_K's -4·Σa, exact: start16 is a multiple of 32), j < 0: at 0. G vpmaddubsw results add up in
 // s16 before each vpmaddwd: G · 2 · u_max · 128 stays below 32768 for the type.
 template <int K, int G, int C, int kStartShift = 0>
-inline __attribute__((always_inline)) void add_sub_block(const __m256i (&u)[K], __m256i sc, const uint8_t* a,
-                                                         size_t as, int64_t b, int j, int e0, __m256i (&isum)[C]) {
+inline __attribute__((always_inline)) void add_sub_block(const __m256i (&u)[K], __m256i sc, const uint8_t* a, size_t as,
+                                                         int64_t b, int j, int e0, __m256i (&isum)[C]) {
     const __m256i ones = _mm256_set1_epi16(1);
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int c = 0; c < C; c++) {
         const ActK* ab = (const ActK*)(a + c * as) + b;
         const int32_t* q4 = (const int32_t*)(ab->q + e0);
         __m256i s = j >= 0 ? _mm256_set1_epi32(ab->start16[j] >> kStartShift) : _mm256_setzero_si256();
         if constexpr (kVnni) {
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int k = 0; k < K; k++) s = _mm256_dpbusd_avx_epi32(s, u[k], _mm256_set1_epi32(q4[k]));
         } else {
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int g = 0; g < K; g += G) {
                 __m256i p = _mm256_maddubs_epi16(u[g], _mm256_set1_epi32(q4[g]));
-                #pragma GCC unroll 8
+#pragma GCC unroll 8
                 for (int k = g + 1; k < g + G; k++)
                     p = _mm256_add_epi16(p, _mm256_maddubs_epi16(u[k], _mm256_set1_epi32(q4[k])));
                 s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
@@ -111,13 +109,13 @@ inline __attribute__((always_inline)) void add_sub_block_by_vector(U&& u_of, __m
                                                                    int64_t b, int e0, __m256i (&isum)[C]) {
     static_assert(K <= 8, "8 · 2 · 15 · 128 < 32768: the s16 sums cannot saturate");
     const int32_t* q4[C];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int c = 0; c < C; c++) q4[c] = (const int32_t*)(((const ActK*)(a + c * as) + b)->q + e0);
     __m256i s[C];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int k = 0; k < K; k++) {
         const __m256i u = u_of(k);
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int c = 0; c < C; c++) {
             const __m256i a4 = _mm256_set1_epi32(q4[c][k]);
             if constexpr (kVnni) {
@@ -129,7 +127,7 @@ inline __attribute__((always_inline)) void add_sub_block_by_vector(U&& u_of, __m
             }
         }
     }
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int c = 0; c < C; c++) {
         if constexpr (!kVnni) s[c] = _mm256_madd_epi16(s[c], _mm256_set1_epi16(1));
         isum[c] = _mm256_add_epi32(isum[c], _mm256_mullo_epi32(s[c], sc));
@@ -146,15 +144,15 @@ struct Q2K {
     static inline __attribute__((always_inline)) void super(const Src& src, int64_t b, const uint8_t* a, size_t as,
                                                             __m256 (&acc)[C]) {
         __m256i isum[C];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) isum[c] = _mm256_setzero_si256();
         const __m256i lo4 = _mm256_set1_epi32(0x0f);
-        #pragma GCC unroll 1
+#pragma GCC unroll 1
         for (int j = 0; j < 16; j++) {  // sub-block j: elements 128h + 32qr + l0 + (0..15)
             const int h = j / 8, qr = (j % 8) / 2, l0 = 16 * (j % 2);
             const __m256i scj = _mm256_and_si256(_mm256_srli_epi32(src.word(b, j / 4), (unsigned)(8 * (j % 4))), lo4);
             __m256i u[4];
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
                 u[k] = _mm256_and_si256(_mm256_srli_epi32(src.word(b, (16 + 32 * h + l0) / 4 + k), (unsigned)(2 * qr)),
                                         _mm256_set1_epi8(0x03));
@@ -162,7 +160,7 @@ struct Q2K {
         }
         // mins as int16 pairs (m_2p, m_2p+1) per lane: the high nibbles of scale bytes 2p, 2p+1
         __m256i mp[8];
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int w = 0; w < 4; w++) {
             const __m256i x = src.word(b, w);
             mp[2 * w] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(x, 4), lo4),
@@ -172,11 +170,11 @@ struct Q2K {
         }
         const __m256i dm = src.word(b, 20);
         const __m256 d = halves_to_ps(dm), dmin = halves_to_ps(_mm256_srli_epi32(dm, 16));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const ActK* ab = (const ActK*)(a + c * as) + b;
             __m256i imin = _mm256_setzero_si256();
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int p = 0; p < 8; p++) imin = dot_pairs(imin, mp[p], _mm256_set1_epi32(ab->bs16pair[p]));
             const __m256 da = _mm256_set1_ps(ab->d);
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, da), acc[c]);
@@ -195,24 +193,26 @@ struct Q3K {
     static inline __attribute__((always_inline)) void super(const Src& src, int64_t b, const uint8_t* a, size_t as,
                                                             __m256 (&acc)[C]) {
         __m256i isum[C];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) isum[c] = _mm256_setzero_si256();
-        // note: unrolled, every shift and word index is a constant: +10-20% tg on a Q3_K 0.5B (its unpacking
-        // is the heaviest); the other types measured the same either way and stay rolled.
-        #pragma GCC unroll 16
+// note: unrolled, every shift and word index is a constant: +10-20% tg on a Q3_K 0.5B (its unpacking
+// is the heaviest); the other types measured the same either way and stay rolled.
+#pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {  // sub-block j: elements 128h + 32qr + l0 + (0..15), u = q + 4 in [0, 7]
             const int h = j / 8, qr = (j % 8) / 2, l0 = 16 * (j % 2);
             const unsigned at = (unsigned)(8 * (j % 4));
             const __m256i low = _mm256_and_si256(_mm256_srli_epi32(src.word(b, 24 + (j % 8) / 4), at + 4 * (j / 8)),
                                                  _mm256_set1_epi32(0xf));
-            const __m256i high = _mm256_and_si256(_mm256_srli_epi32(src.word(b, 26), at + 2 * (j / 4)),
-                                                  _mm256_set1_epi32(3));
-            const __m256i scj = _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
+            const __m256i high =
+                _mm256_and_si256(_mm256_srli_epi32(src.word(b, 26), at + 2 * (j / 4)), _mm256_set1_epi32(3));
+            const __m256i scj =
+                _mm256_sub_epi32(_mm256_or_si256(low, _mm256_slli_epi32(high, 4)), _mm256_set1_epi32(32));
             __m256i u[4];
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                const __m256i q2 = _mm256_and_si256(
-                    _mm256_srli_epi32(src.word(b, (32 + 32 * h + l0) / 4 + k), (unsigned)(2 * qr)), _mm256_set1_epi8(0x03));
+                const __m256i q2 =
+                    _mm256_and_si256(_mm256_srli_epi32(src.word(b, (32 + 32 * h + l0) / 4 + k), (unsigned)(2 * qr)),
+                                     _mm256_set1_epi8(0x03));
                 const __m256i hb =
                     _mm256_and_si256(shift_bits(src.word(b, l0 / 4 + k), 2 - j / 2), _mm256_set1_epi8(0x04));
                 u[k] = _mm256_or_si256(q2, hb);
@@ -220,7 +220,7 @@ struct Q3K {
             add_sub_block<4, 4, C, 3>(u, scj, a, as, b, j, 16 * j, isum);
         }
         const __m256 d = halves_to_ps(src.last_half(b, 27));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const ActK* ab = (const ActK*)(a + c * as) + b;
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, _mm256_set1_ps(ab->d)), acc[c]);
@@ -245,25 +245,27 @@ struct QxK {
         const __m256i m6 = _mm256_set1_epi32(0x3f3f3f3f), m4 = _mm256_set1_epi32(0x0f0f0f0f),
                       hi2 = _mm256_set1_epi32(0x30303030);
         // the 6-bit scales and mins, byte j%4 of each lane (as the scalar k_scale_min decodes them)
-        const __m256i sc[2] = {_mm256_and_si256(v0, m6), _mm256_or_si256(_mm256_and_si256(v2, m4),
-                                                                         _mm256_and_si256(_mm256_srli_epi32(v0, 2), hi2))};
+        const __m256i sc[2] = {_mm256_and_si256(v0, m6),
+                               _mm256_or_si256(_mm256_and_si256(v2, m4),
+                                               _mm256_and_si256(_mm256_srli_epi32(v0, 2), hi2))};
         const __m256i mn[2] = {_mm256_and_si256(v1, m6),
                                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi32(v2, 4), m4),
                                                _mm256_and_si256(_mm256_srli_epi32(v1, 2), hi2))};
         __m256i isum[C];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) isum[c] = _mm256_setzero_si256();
         const __m256i lo4 = _mm256_set1_epi8(0x0F), byte = _mm256_set1_epi32(0xff);
         if constexpr (kFifth) {  // Q5_K: all 8 element vectors of a sub-block, then the tokens
-            #pragma GCC unroll 1
+#pragma GCC unroll 1
             for (int j = 0; j < 8; j++) {
                 const __m256i scj = _mm256_and_si256(_mm256_srli_epi32(sc[j / 4], 8 * (j % 4)), byte);
                 __m256i u[8];
-                #pragma GCC unroll 8
+#pragma GCC unroll 8
                 for (int k = 0; k < 8; k++) {
                     const __m256i x = src.word(b, kQsWord + 8 * (j / 2) + k);
                     u[k] = _mm256_or_si256(_mm256_and_si256(j % 2 ? _mm256_srli_epi16(x, 4) : x, lo4),
-                                           _mm256_and_si256(shift_bits(src.word(b, 4 + k), 4 - j), _mm256_set1_epi8(0x10)));
+                                           _mm256_and_si256(shift_bits(src.word(b, 4 + k), 4 - j),
+                                                            _mm256_set1_epi8(0x10)));
                 }
                 add_sub_block<8, 4, C>(u, scj, a, as, b, -1, 32 * j, isum);
             }
@@ -276,7 +278,7 @@ struct QxK {
                 };
                 add_sub_block_by_vector<8, C>(u_of, scj, a, as, b, 32 * j, isum);
             };
-            #pragma GCC unroll 1
+#pragma GCC unroll 1
             for (int j = 0; j < 8; j += 2) {
                 sub.template operator()<0>(j);
                 sub.template operator()<1>(j + 1);
@@ -284,7 +286,7 @@ struct QxK {
         }
         // mins as int16 pairs (m_2p, m_2p+1) per lane
         __m256i mp[4];
-        #pragma GCC unroll 2
+#pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             mp[2 * h] = _mm256_or_si256(_mm256_and_si256(mn[h], byte),
                                         _mm256_slli_epi32(_mm256_and_si256(mn[h], _mm256_set1_epi32(0xff00)), 8));
@@ -292,11 +294,11 @@ struct QxK {
                                             _mm256_and_si256(_mm256_srli_epi32(mn[h], 8), _mm256_set1_epi32(0xff0000)));
         }
         const __m256 d = halves_to_ps(dm), dmin = halves_to_ps(_mm256_srli_epi32(dm, 16));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const ActK* ab = (const ActK*)(a + c * as) + b;
             __m256i imin = _mm256_setzero_si256();
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int p = 0; p < 4; p++) imin = dot_pairs(imin, mp[p], _mm256_set1_epi32(ab->bs32pair[p]));
             const __m256 da = _mm256_set1_ps(ab->d);
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, da), acc[c]);
@@ -316,15 +318,15 @@ struct Q6K {
     static inline __attribute__((always_inline)) void super(const Src& src, int64_t b, const uint8_t* a, size_t as,
                                                             __m256 (&acc)[C]) {
         __m256i isum[C];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) isum[c] = _mm256_setzero_si256();
-        #pragma GCC unroll 1
+#pragma GCC unroll 1
         for (int j = 0; j < 16; j++) {  // sub-block j: elements 128h + 32qr + l0 + (0..15) (blocks.h unpack_q6_K)
             const int h = j / 8, qr = (j % 8) / 2, l0 = 16 * (j % 2);
             const __m256i scw = src.word(b, 48 + j / 4);
             const __m256i scj = _mm256_srai_epi32(_mm256_slli_epi32(scw, (unsigned)(24 - 8 * (j % 4))), 24);
             __m256i u[4];
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 const __m256i ql = src.word(b, (64 * h + 32 * (qr % 2) + l0) / 4 + k);
                 const __m256i qh = src.word(b, (128 + 32 * h + l0) / 4 + k);
@@ -335,7 +337,7 @@ struct Q6K {
             add_sub_block<4, 2, C>(u, scj, a, as, b, j, 16 * j, isum);
         }
         const __m256 d = halves_to_ps(src.last_half(b, 52));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const ActK* ab = (const ActK*)(a + c * as) + b;
             acc[c] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[c]), _mm256_mul_ps(d, _mm256_set1_ps(ab->d)), acc[c]);
@@ -348,14 +350,14 @@ template <class W, class Src, int C>
 void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int nr, float* y, size_t ldy) {
     const Src src(w, ws, nr);
     __m256 acc[C];
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int c = 0; c < C; c++) acc[c] = _mm256_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
         src.prefetch(b);
         W::template super<Src, C>(src, b, a, as, acc);
     }
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    #pragma GCC unroll 4
+#pragma GCC unroll 4
     for (int c = 0; c < C; c++) _mm256_maskstore_ps(y + c * ldy, mask, acc[c]);
 }
 
@@ -377,24 +379,23 @@ void locate(const uint8_t* base, int64_t n_out, int64_t n_in, int64_t o, const u
 
 // Referenced from avx2_table.cpp: per type the rows16 kernel and the GGUF-layout kernel (in bee::avx2 and, with
 // AVX-VNNI dot products, bee::avxvnni).
-extern const GemmKernel kGemmRows16Q2_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any8<Q2K, Rows16Src<Q2K>>, kRows, kCols, locate<GgmlType::Q2_K>};
+extern const GemmKernel kGemmRows16Q2_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q2K, Rows16Src<Q2K>>, kRows, kCols, locate<GgmlType::Q2_K>};
 extern const GemmKernel kGemmQ2_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q2K, GgufSrc<Q2K>>,
-                                     kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q3_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any8<Q3K, Rows16Src<Q3K>>, kRows, kCols, locate<GgmlType::Q3_K>};
+                                     kRows,          kCols,         nullptr};
+extern const GemmKernel kGemmRows16Q3_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q3K, Rows16Src<Q3K>>, kRows, kCols, locate<GgmlType::Q3_K>};
 extern const GemmKernel kGemmQ3_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q3K, GgufSrc<Q3K>>,
-                                     kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q4_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any8<Q4K, Rows16Src<Q4K>>, kRows, kCols, locate<GgmlType::Q4_K>};
+                                     kRows,          kCols,         nullptr};
+extern const GemmKernel kGemmRows16Q4_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q4K, Rows16Src<Q4K>>, kRows, kCols, locate<GgmlType::Q4_K>};
 extern const GemmKernel kGemmQ4_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q4K, GgufSrc<Q4K>>,
-                                     kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q5_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any8<Q5K, Rows16Src<Q5K>>, kRows, kCols, locate<GgmlType::Q5_K>};
+                                     kRows,          kCols,         nullptr};
+extern const GemmKernel kGemmRows16Q5_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q5K, Rows16Src<Q5K>>, kRows, kCols, locate<GgmlType::Q5_K>};
 extern const GemmKernel kGemmQ5_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q5K, GgufSrc<Q5K>>,
-                                     kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q6_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any8<Q6K, Rows16Src<Q6K>>, kRows, kCols, locate<GgmlType::Q6_K>};
+                                     kRows,          kCols,         nullptr};
+extern const GemmKernel kGemmRows16Q6_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q6K, Rows16Src<Q6K>>, kRows, kCols, locate<GgmlType::Q6_K>};
 extern const GemmKernel kGemmQ6_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any8<Q6K, GgufSrc<Q6K>>,
-                                     kRows, kCols, nullptr};
-
+                                     kRows,          kCols,         nullptr};

@@ -20,8 +20,8 @@
 #include <cstring>
 
 #include "kernels/repack.h"
-#include "kernels/x86/tile_act.h"
 #include "kernels/x86/avx512.h"
+#include "kernels/x86/tile_act.h"
 #include "quant/blocks.h"
 
 namespace bee::avx512 {
@@ -74,7 +74,8 @@ struct GgufSrc {
           mask((__mmask16)((1u << nr) - 1)) {}
     inline void prefetch(int64_t) const {}
     inline __m512i word(int64_t b, int i) const {
-        return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, idx, w + (size_t)b * W::kBlockBytes + 4 * i, 1);
+        return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), mask, idx, w + (size_t)b * W::kBlockBytes + 4 * i,
+                                           1);
     }
     // note: the block ends 2 bytes into word i: read the 4 bytes ending there, so nothing past it is read.
     inline __m512i last_half(int64_t b, int i) const {
@@ -87,16 +88,16 @@ struct GgufSrc {
 // e0 the sub-block's first element, j >= 0: start the chain at start16[j] >> kStartShift (Q6_K's offset
 // -32·Σa; Q3_K's -4·Σa, exact: start16 is a multiple of 32), j < 0: at 0.
 template <int K, int C, int kStartShift = 0>
-inline __attribute__((always_inline)) void add_sub_block(const __m512i (&u)[K], __m512i sc, const uint8_t* a,
-                                                         size_t as, int64_t b, int j, int e0, __m512i (&isum)[C]) {
-    #pragma GCC unroll 8
+inline __attribute__((always_inline)) void add_sub_block(const __m512i (&u)[K], __m512i sc, const uint8_t* a, size_t as,
+                                                         int64_t b, int j, int e0, __m512i (&isum)[C]) {
+#pragma GCC unroll 8
     for (int c = 0; c < C; c++) {
         const ActK* ab = (const ActK*)(a + c * as) + b;
         const int32_t* q4 = (const int32_t*)(ab->q + e0);
         // two independent chains halve the vpdpbusd latency on the critical path
         __m512i s0 = j >= 0 ? _mm512_set1_epi32(ab->start16[j] >> kStartShift) : _mm512_setzero_si512();
         __m512i s1 = _mm512_setzero_si512();
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int k = 0; k < K / 2; k++) {
             s0 = _mm512_dpbusd_epi32(s0, u[k], _mm512_set1_epi32(q4[k]));
             s1 = _mm512_dpbusd_epi32(s1, u[k + K / 2], _mm512_set1_epi32(q4[k + K / 2]));
@@ -115,15 +116,15 @@ struct Q2K {
     static inline __attribute__((always_inline)) void super(const Src& src, int64_t b, const uint8_t* a, size_t as,
                                                             __m512 (&acc)[C]) {
         __m512i isum[C];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) isum[c] = _mm512_setzero_si512();
         const __m512i lo4 = _mm512_set1_epi32(0x0f);
-        #pragma GCC unroll 1
+#pragma GCC unroll 1
         for (int j = 0; j < 16; j++) {  // sub-block j: elements 128h + 32qr + l0 + (0..15)
             const int h = j / 8, qr = (j % 8) / 2, l0 = 16 * (j % 2);
             const __m512i scj = _mm512_and_si512(_mm512_srli_epi32(src.word(b, j / 4), (unsigned)(8 * (j % 4))), lo4);
             __m512i u[4];
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
                 u[k] = _mm512_and_si512(_mm512_srli_epi32(src.word(b, (16 + 32 * h + l0) / 4 + k), (unsigned)(2 * qr)),
                                         _mm512_set1_epi8(0x03));
@@ -131,7 +132,7 @@ struct Q2K {
         }
         // mins as int16 pairs (m_2p, m_2p+1) per lane: the high nibbles of scale bytes 2p, 2p+1
         __m512i mp[8];
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int w = 0; w < 4; w++) {
             const __m512i x = src.word(b, w);
             mp[2 * w] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(x, 4), lo4),
@@ -141,11 +142,11 @@ struct Q2K {
         }
         const __m512i dm = src.word(b, 20);
         const __m512 d = halves_to_ps(dm), dmin = halves_to_ps(_mm512_srli_epi32(dm, 16));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const ActK* ab = (const ActK*)(a + c * as) + b;
             __m512i imin = _mm512_setzero_si512();
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int p = 0; p < 8; p++) imin = _mm512_dpwssd_epi32(imin, mp[p], _mm512_set1_epi32(ab->bs16pair[p]));
             const __m512 da = _mm512_set1_ps(ab->d);
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
@@ -164,24 +165,26 @@ struct Q3K {
     static inline __attribute__((always_inline)) void super(const Src& src, int64_t b, const uint8_t* a, size_t as,
                                                             __m512 (&acc)[C]) {
         __m512i isum[C];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) isum[c] = _mm512_setzero_si512();
-        // note: unrolled, every shift and word index is a constant: +10-20% tg on a Q3_K 0.5B (its unpacking
-        // is the heaviest); the other types measured the same either way and stay rolled.
-        #pragma GCC unroll 16
+// note: unrolled, every shift and word index is a constant: +10-20% tg on a Q3_K 0.5B (its unpacking
+// is the heaviest); the other types measured the same either way and stay rolled.
+#pragma GCC unroll 16
         for (int j = 0; j < 16; j++) {  // sub-block j: elements 128h + 32qr + l0 + (0..15), u = q + 4 in [0, 7]
             const int h = j / 8, qr = (j % 8) / 2, l0 = 16 * (j % 2);
             const unsigned at = (unsigned)(8 * (j % 4));
             const __m512i low = _mm512_and_si512(_mm512_srli_epi32(src.word(b, 24 + (j % 8) / 4), at + 4 * (j / 8)),
                                                  _mm512_set1_epi32(0xf));
-            const __m512i high = _mm512_and_si512(_mm512_srli_epi32(src.word(b, 26), at + 2 * (j / 4)),
-                                                  _mm512_set1_epi32(3));
-            const __m512i scj = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
+            const __m512i high =
+                _mm512_and_si512(_mm512_srli_epi32(src.word(b, 26), at + 2 * (j / 4)), _mm512_set1_epi32(3));
+            const __m512i scj =
+                _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
             __m512i u[4];
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
-                const __m512i q2 = _mm512_and_si512(
-                    _mm512_srli_epi32(src.word(b, (32 + 32 * h + l0) / 4 + k), (unsigned)(2 * qr)), _mm512_set1_epi8(0x03));
+                const __m512i q2 =
+                    _mm512_and_si512(_mm512_srli_epi32(src.word(b, (32 + 32 * h + l0) / 4 + k), (unsigned)(2 * qr)),
+                                     _mm512_set1_epi8(0x03));
                 const __m512i hb =
                     _mm512_and_si512(shift_bits(src.word(b, l0 / 4 + k), 2 - j / 2), _mm512_set1_epi8(0x04));
                 u[k] = _mm512_or_si512(q2, hb);
@@ -189,7 +192,7 @@ struct Q3K {
             add_sub_block<4, C, 3>(u, scj, a, as, b, j, 16 * j, isum);
         }
         const __m512 d = halves_to_ps(src.last_half(b, 27));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const ActK* ab = (const ActK*)(a + c * as) + b;
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(ab->d)), acc[c]);
@@ -214,20 +217,21 @@ struct QxK {
         const __m512i m6 = _mm512_set1_epi32(0x3f3f3f3f), m4 = _mm512_set1_epi32(0x0f0f0f0f),
                       hi2 = _mm512_set1_epi32(0x30303030);
         // the 6-bit scales and mins, byte j%4 of each lane (as the scalar k_scale_min decodes them)
-        const __m512i sc[2] = {_mm512_and_si512(v0, m6), _mm512_or_si512(_mm512_and_si512(v2, m4),
-                                                                         _mm512_and_si512(_mm512_srli_epi32(v0, 2), hi2))};
+        const __m512i sc[2] = {_mm512_and_si512(v0, m6),
+                               _mm512_or_si512(_mm512_and_si512(v2, m4),
+                                               _mm512_and_si512(_mm512_srli_epi32(v0, 2), hi2))};
         const __m512i mn[2] = {_mm512_and_si512(v1, m6),
                                _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(v2, 4), m4),
                                                _mm512_and_si512(_mm512_srli_epi32(v1, 2), hi2))};
         __m512i isum[C];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) isum[c] = _mm512_setzero_si512();
         const __m512i lo4 = _mm512_set1_epi8(0x0F), byte = _mm512_set1_epi32(0xff);
-        #pragma GCC unroll 1
+#pragma GCC unroll 1
         for (int j = 0; j < 8; j++) {
             const __m512i scj = _mm512_and_si512(_mm512_srli_epi32(sc[j / 4], 8 * (j % 4)), byte);
             __m512i u[8];
-            #pragma GCC unroll 8
+#pragma GCC unroll 8
             for (int k = 0; k < 8; k++) {
                 const __m512i x = src.word(b, kQsWord + 8 * (j / 2) + k);
                 u[k] = _mm512_and_si512(j % 2 ? _mm512_srli_epi16(x, 4) : x, lo4);
@@ -239,7 +243,7 @@ struct QxK {
         }
         // mins as int16 pairs (m_2p, m_2p+1) per lane
         __m512i mp[4];
-        #pragma GCC unroll 2
+#pragma GCC unroll 2
         for (int h = 0; h < 2; h++) {
             mp[2 * h] = _mm512_or_si512(_mm512_and_si512(mn[h], byte),
                                         _mm512_slli_epi32(_mm512_and_si512(mn[h], _mm512_set1_epi32(0xff00)), 8));
@@ -247,11 +251,11 @@ struct QxK {
                                             _mm512_and_si512(_mm512_srli_epi32(mn[h], 8), _mm512_set1_epi32(0xff0000)));
         }
         const __m512 d = halves_to_ps(dm), dmin = halves_to_ps(_mm512_srli_epi32(dm, 16));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const ActK* ab = (const ActK*)(a + c * as) + b;
             __m512i imin = _mm512_setzero_si512();
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int p = 0; p < 4; p++) imin = _mm512_dpwssd_epi32(imin, mp[p], _mm512_set1_epi32(ab->bs32pair[p]));
             const __m512 da = _mm512_set1_ps(ab->d);
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, da), acc[c]);
@@ -271,15 +275,15 @@ struct Q6K {
     static inline __attribute__((always_inline)) void super(const Src& src, int64_t b, const uint8_t* a, size_t as,
                                                             __m512 (&acc)[C]) {
         __m512i isum[C];
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) isum[c] = _mm512_setzero_si512();
-        #pragma GCC unroll 1
+#pragma GCC unroll 1
         for (int j = 0; j < 16; j++) {  // sub-block j: elements 128h + 32qr + l0 + (0..15) (blocks.h unpack_q6_K)
             const int h = j / 8, qr = (j % 8) / 2, l0 = 16 * (j % 2);
             const __m512i scw = src.word(b, 48 + j / 4);
             const __m512i scj = _mm512_srai_epi32(_mm512_slli_epi32(scw, (unsigned)(24 - 8 * (j % 4))), 24);
             __m512i u[4];
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int k = 0; k < 4; k++) {
                 const __m512i ql = src.word(b, (64 * h + 32 * (qr % 2) + l0) / 4 + k);
                 const __m512i qh = src.word(b, (128 + 32 * h + l0) / 4 + k);
@@ -290,7 +294,7 @@ struct Q6K {
             add_sub_block<4, C>(u, scj, a, as, b, j, 16 * j, isum);
         }
         const __m512 d = halves_to_ps(src.last_half(b, 52));
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int c = 0; c < C; c++) {
             const ActK* ab = (const ActK*)(a + c * as) + b;
             acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[c]), _mm512_mul_ps(d, _mm512_set1_ps(ab->d)), acc[c]);
@@ -303,14 +307,14 @@ template <class W, class Src, int C>
 void tile(int64_t n, const uint8_t* w, size_t ws, const uint8_t* a, size_t as, int nr, float* y, size_t ldy) {
     const Src src(w, ws, nr);
     __m512 acc[C];
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int c = 0; c < C; c++) acc[c] = _mm512_setzero_ps();
     for (int64_t b = 0; b < n / QK_K; b++) {
         src.prefetch(b);
         W::template super<Src, C>(src, b, a, as, acc);
     }
     const __mmask16 mask = (__mmask16)((1u << nr) - 1);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int c = 0; c < C; c++) _mm512_mask_storeu_ps(y + c * ldy, mask, acc[c]);
 }
 
@@ -331,25 +335,30 @@ void locate(const uint8_t* base, int64_t n_out, int64_t n_in, int64_t o, const u
 }  // namespace
 
 // Referenced from avx512_table.cpp: per type the rows16 kernel and the GGUF-layout kernel.
-extern const GemmKernel kGemmRows16Q2_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any16<Q2K, Rows16Src<Q2K>>, kRows, kCols, locate<GgmlType::Q2_K>};
+extern const GemmKernel kGemmRows16Q2_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,          tile_any16<Q2K, Rows16Src<Q2K>>,
+     kRows,          kCols,         locate<GgmlType::Q2_K>};
 extern const GemmKernel kGemmQ2_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any16<Q2K, GgufSrc<Q2K>>,
-                                     kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q3_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any16<Q3K, Rows16Src<Q3K>>, kRows, kCols, locate<GgmlType::Q3_K>};
+                                     kRows,          kCols,         nullptr};
+extern const GemmKernel kGemmRows16Q3_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,          tile_any16<Q3K, Rows16Src<Q3K>>,
+     kRows,          kCols,         locate<GgmlType::Q3_K>};
 extern const GemmKernel kGemmQ3_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any16<Q3K, GgufSrc<Q3K>>,
-                                     kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q4_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any16<Q4K, Rows16Src<Q4K>>, kRows, kCols, locate<GgmlType::Q4_K>};
+                                     kRows,          kCols,         nullptr};
+extern const GemmKernel kGemmRows16Q4_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,          tile_any16<Q4K, Rows16Src<Q4K>>,
+     kRows,          kCols,         locate<GgmlType::Q4_K>};
 extern const GemmKernel kGemmQ4_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any16<Q4K, GgufSrc<Q4K>>,
-                                     kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q5_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any16<Q5K, Rows16Src<Q5K>>, kRows, kCols, locate<GgmlType::Q5_K>};
+                                     kRows,          kCols,         nullptr};
+extern const GemmKernel kGemmRows16Q5_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,          tile_any16<Q5K, Rows16Src<Q5K>>,
+     kRows,          kCols,         locate<GgmlType::Q5_K>};
 extern const GemmKernel kGemmQ5_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any16<Q5K, GgufSrc<Q5K>>,
-                                     kRows, kCols, nullptr};
-extern const GemmKernel kGemmRows16Q6_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,
-                                           tile_any16<Q6K, Rows16Src<Q6K>>, kRows, kCols, locate<GgmlType::Q6_K>};
+                                     kRows,          kCols,         nullptr};
+extern const GemmKernel kGemmRows16Q6_K =
+    {GgmlType::Q8_K, act_row_bytes, prepare_q8_k,          tile_any16<Q6K, Rows16Src<Q6K>>,
+     kRows,          kCols,         locate<GgmlType::Q6_K>};
 extern const GemmKernel kGemmQ6_K = {GgmlType::Q8_K, act_row_bytes, prepare_q8_k, tile_any16<Q6K, GgufSrc<Q6K>>,
-                                     kRows, kCols, nullptr};
+                                     kRows,          kCols,         nullptr};
 
 }  // namespace bee::avx512

@@ -40,8 +40,8 @@ inline __m256i round_q8(__m256 x, __m256 id) {
 inline __m256i nearest_q8k(__m256 x, __m256 iscale) {
     const __m256 v = _mm256_mul_ps(x, iscale);
     const __m256i r = _mm256_cvtps_epi32(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    const __m256i nan_q = _mm256_sub_epi32(
-        _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
+    const __m256i nan_q = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(0x007fffff)),
+                                           _mm256_set1_epi32(0x00400000));
     return _mm256_blendv_epi8(nan_q, r, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q)));
 }
 
@@ -70,8 +70,7 @@ inline __m256i quantize_block_q8(const float* x, fp16_t* d_out, int8_t* qs, floa
     *d_out = fp32_to_fp16(d);
     *d_val = d;
     const __m256 vid = _mm256_set1_ps(id);
-    const __m256i q =
-        pack_i32_to_i8(round_q8(x0, vid), round_q8(x1, vid), round_q8(x2, vid), round_q8(x3, vid));
+    const __m256i q = pack_i32_to_i8(round_q8(x0, vid), round_q8(x1, vid), round_q8(x2, vid), round_q8(x3, vid));
     _mm256_storeu_si256((__m256i*)qs, q);
     return q;
 }
@@ -123,10 +122,10 @@ void quantize_row_q8_K(const float* src, void* dst, int64_t n) {
         const __m256 vis = _mm256_set1_ps(iscale);
         __m256i sums[QK_K / 32];  // per 32 quants: 16 int16 pair sums (groups 2k | 2k+1 by lane)
         for (int j = 0; j < QK_K; j += 32) {
-            const __m256i q = pack_i32_to_i8(nearest_q8k(_mm256_loadu_ps(x + j), vis),
-                                             nearest_q8k(_mm256_loadu_ps(x + j + 8), vis),
-                                             nearest_q8k(_mm256_loadu_ps(x + j + 16), vis),
-                                             nearest_q8k(_mm256_loadu_ps(x + j + 24), vis));
+            const __m256i q =
+                pack_i32_to_i8(nearest_q8k(_mm256_loadu_ps(x + j), vis), nearest_q8k(_mm256_loadu_ps(x + j + 8), vis),
+                               nearest_q8k(_mm256_loadu_ps(x + j + 16), vis),
+                               nearest_q8k(_mm256_loadu_ps(x + j + 24), vis));
             _mm256_storeu_si256((__m256i*)(y[b].qs + j), q);
             sums[j / 32] = pair_sums_i8(q);
         }

@@ -66,7 +66,8 @@ inline void quantize_4_blocks(const float* x, int8_t* const qs[4], float d[4], i
     __m512 u = _mm512_max_ps(_mm512_shuffle_f32x4(m01, m23, 0x88), _mm512_shuffle_f32x4(m01, m23, 0xDD));
     u = _mm512_max_ps(u, _mm512_permute_ps(u, 0x4E));
     u = _mm512_max_ps(u, _mm512_permute_ps(u, 0xB1));  // lane b: block b's amax in all 4 places
-    const __m128 amax = _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), u));
+    const __m128 amax = _mm512_castps512_ps128(
+        _mm512_permutexvar_ps(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), u));
     const __m128 vd = _mm_div_ps(amax, _mm_set1_ps(127.0f));
     const __m128 vid = _mm_maskz_div_ps(_mm_cmp_ps_mask(vd, _mm_setzero_ps(), _CMP_NEQ_UQ), _mm_set1_ps(1.0f), vd);
     _mm_storeu_ps(d, vd);
@@ -80,13 +81,17 @@ inline void quantize_4_blocks(const float* x, int8_t* const qs[4], float d[4], i
         _mm_storeu_si128((__m128i*)(qs[b] + 16), _mm512_cvtsepi32_epi8(q1));
         s[b] = _mm512_add_epi32(q0, q1);
     }
-    const __m512i s01 = _mm512_add_epi32(_mm512_shuffle_i32x4(s[0], s[1], 0x44), _mm512_shuffle_i32x4(s[0], s[1], 0xEE));
-    const __m512i s23 = _mm512_add_epi32(_mm512_shuffle_i32x4(s[2], s[3], 0x44), _mm512_shuffle_i32x4(s[2], s[3], 0xEE));
+    const __m512i s01 =
+        _mm512_add_epi32(_mm512_shuffle_i32x4(s[0], s[1], 0x44), _mm512_shuffle_i32x4(s[0], s[1], 0xEE));
+    const __m512i s23 =
+        _mm512_add_epi32(_mm512_shuffle_i32x4(s[2], s[3], 0x44), _mm512_shuffle_i32x4(s[2], s[3], 0xEE));
     __m512i t = _mm512_add_epi32(_mm512_shuffle_i32x4(s01, s23, 0x88), _mm512_shuffle_i32x4(s01, s23, 0xDD));
     t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0x4E));
     t = _mm512_add_epi32(t, _mm512_shuffle_epi32(t, (_MM_PERM_ENUM)0xB1));
-    _mm_storeu_si128((__m128i*)sum, _mm512_castsi512_si128(_mm512_permutexvar_epi32(
-                                        _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0), t)));
+    _mm_storeu_si128((__m128i*)sum,
+                     _mm512_castsi512_si128(
+                         _mm512_permutexvar_epi32(_mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 12, 8, 4, 0),
+                                                  t)));
 }
 
 // A row of 32-value blocks: four at a time, then one at a time; set(block, d, sum) writes the scales.

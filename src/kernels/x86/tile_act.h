@@ -14,8 +14,8 @@ namespace bee::x86 {
 
 // One prepared activation block (from a Q8_0 or Q8_1 block).
 struct ActBlock {
-    int32_t q4[8];  // the 32 int8 quants, 4 per int32 (broadcast to every row's lane)
-    float d;        // the block's scale
+    int32_t q4[8];      // the 32 int8 quants, 4 per int32 (broadcast to every row's lane)
+    float d;            // the block's scale
     union {             // which one depends on the activation type (the other is never read)
         int32_t start;  // Q8_0 rows: -off·Σq, the symmetric weight type's offset
         float s;        // Q8_1 rows: the block's s = d·Σq
@@ -53,10 +53,10 @@ inline void prepare_blocks_q8_1(const void* src, void* dst, int64_t n) {
 
 // One prepared Q8_K super-block.
 struct alignas(64) ActK {
-    int8_t q[256];         // quants; 4 at a time are broadcast to every row's lane
-    int32_t start16[16];   // -32 · Σq of each 16 quants: Q6_K's offset
-    int32_t bs32pair[4];   // (Σq of sub-block 2p, of 2p+1) as an int16 pair: the Q4_K/Q5_K mins' partner
-    int32_t bs16pair[8];   // (Σq of quants 32p..32p+15, of 32p+16..32p+31) as an int16 pair: Q2_K's
+    int8_t q[256];        // quants; 4 at a time are broadcast to every row's lane
+    int32_t start16[16];  // -32 · Σq of each 16 quants: Q6_K's offset
+    int32_t bs32pair[4];  // (Σq of sub-block 2p, of 2p+1) as an int16 pair: the Q4_K/Q5_K mins' partner
+    int32_t bs16pair[8];  // (Σq of quants 32p..32p+15, of 32p+16..32p+31) as an int16 pair: Q2_K's
     float d;
     int32_t pad[3];
 };
@@ -89,7 +89,8 @@ template <int N, class F>
 inline void with_cols(int nc, F&& f) {
     [&]<int... I>(std::integer_sequence<int, I...>) {
         (void)((nc == I + 1 && (f.template operator()<I + 1>(), true)) || ...);
-    }(std::make_integer_sequence<int, N>{});
+    }
+    (std::make_integer_sequence<int, N>{});
 }
 
 }  // namespace bee::x86

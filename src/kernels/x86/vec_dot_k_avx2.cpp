@@ -19,9 +19,7 @@ inline __m256i scale_pick(int lo, int hi) {
 }
 
 // The int16 scales of 32 consecutive elements that span sub-blocks 2k (first 16) and 2k+1 (last 16).
-inline __m256i scales_of_pair(__m256i s16, int k) {
-    return _mm256_shuffle_epi8(s16, scale_pick(2 * k, 2 * k + 1));
-}
+inline __m256i scales_of_pair(__m256i s16, int k) { return _mm256_shuffle_epi8(s16, scale_pick(2 * k, 2 * k + 1)); }
 
 // The int16 scale of 32 consecutive elements of sub-block k (32-element sub-blocks).
 inline __m256i scales_of_one(__m256i s16, int k) { return _mm256_shuffle_epi8(s16, scale_pick(k, k)); }
@@ -89,7 +87,7 @@ float dot_q45_k(int64_t n, const void* w, const BlockQ8_K* y) {
         __m256i hbits = _mm256_setzero_si256();
         if constexpr (has_qh) hbits = load256(((const BlockQ5_K*)x)->qh);
         __m256i sumi = _mm256_setzero_si256();
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int g = 0; g < 4; ++g) {  // 64 elements: sub-block 2g (low nibbles), 2g+1 (high nibbles)
             const __m256i bits = load256(qs + 32 * g);
             __m256i lo = _mm256_and_si256(bits, m4);
@@ -129,11 +127,11 @@ void vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a, float* out) {
         const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_and_si128(packed, m4));
         const int8_t* qa = y[b].qs;
         __m256i sumi = _mm256_setzero_si256();
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int h = 0; h < 2; ++h) {  // 128-element halves: byte l of qs holds elements l + 32*j
             const __m256i sc = dup_lane(sc16, h);
             const __m256i bits = load256(x[b].qs + 32 * h);
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int j = 0; j < 4; ++j) {
                 const __m256i u = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), m3);
                 sumi = _mm256_add_epi32(sumi, scaled_dot(u, qa + 128 * h + 32 * j, scales_of_pair(sc, j)));
@@ -159,11 +157,11 @@ void vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a, float* out) {
 
         const int8_t* qa = y[b].qs;
         __m256i hbits = load256(x[b].hmask);  // bit 0 of each byte is the current high bit
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int h = 0; h < 2; ++h) {
             const __m256i sc = dup_lane(sc16, h);
             const __m256i bits = load256(x[b].qs + 32 * h);
-            #pragma GCC unroll 4
+#pragma GCC unroll 4
             for (int j = 0; j < 4; ++j) {
                 const __m256i low = _mm256_and_si256(_mm256_srli_epi16(bits, 2 * j), m3);
                 const __m256i u = _mm256_or_si256(low, _mm256_and_si256(_mm256_slli_epi16(hbits, 2), m_bit2));
@@ -198,7 +196,7 @@ void vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a, float* out) {
         __m256i sumi = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(offset, 5));
 
         const int8_t* qa = y[b].qs;
-        #pragma GCC unroll 4
+#pragma GCC unroll 4
         for (int h = 0; h < 2; ++h) {  // 128-element halves
             const __m256i sc = dup_lane(sc16, h);
             const __m256i la = load256(x[b].ql + 64 * h);       // elements l (low nibble), l + 64 (high)

@@ -20,8 +20,7 @@ static void gemma3_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
     hp.final_softcap = arch_float(f, a, "final_logit_softcapping", 0.0f);
     hp.attn_softcap = arch_float(f, a, "attn_logit_softcapping", 0.0f);
     const float base_swa = arch_float(f, a, "rope.freq_base_swa", 10000.0f);  // finite, or arch_float fails
-    if (!(base_swa > 0))
-        fail("%s: %s.rope.freq_base_swa is %g: it must be > 0", f.path().c_str(), a.c_str(), base_swa);
+    if (!(base_swa > 0)) fail("%s: %s.rope.freq_base_swa is %g: it must be > 0", f.path().c_str(), a.c_str(), base_swa);
     for (int il = 0; il < hp.n_layer; il++) {
         LayerParams& lp = hp.layers[il];
         lp.rope.mode = RopeMode::neox;

@@ -24,7 +24,8 @@ uint64_t fnv1a(const int32_t* t, int n) {
 
 class CopySpec : public Drafter {
 public:
-    explicit CopySpec(const SpecParams& p) : gamma_(std::max(1, p.copyspec_gamma)), n_max_(std::max(1, p.draft_n_max)) {}
+    explicit CopySpec(const SpecParams& p)
+        : gamma_(std::max(1, p.copyspec_gamma)), n_max_(std::max(1, p.draft_n_max)) {}
     int n_max() const override { return n_max_; }
 
     void begin(const std::vector<int32_t>&) override {
@@ -64,7 +65,7 @@ private:
 
 std::unique_ptr<Drafter> make_copyspec(const DrafterEnv& env) { return std::make_unique<CopySpec>(env.params); }
 
-extern const DrafterKind kDrafterCopyspec = {"copyspec", "", "copyspec", {}, nullptr, nullptr, false, make_copyspec,
-                                           nullptr};
+extern const DrafterKind kDrafterCopyspec = {"copyspec", "",    "copyspec",    {},     nullptr,
+                                             nullptr,    false, make_copyspec, nullptr};
 
 }  // namespace bee

@@ -25,15 +25,17 @@ void check_vocab(const Model& target, const Model& draft, const std::string& pat
     const Tokenizer& a = target.tokenizer();
     const Tokenizer& b = draft.tokenizer();
     if (a.n_vocab() != b.n_vocab() || target.hparams().n_vocab != draft.hparams().n_vocab)
-        fail("draft model '%s': vocabulary has %d tokens but the target's has %d (-md needs a model with the "
-             "same tokenizer)", path.c_str(), b.n_vocab(), a.n_vocab());
+        fail(
+            "draft model '%s': vocabulary has %d tokens but the target's has %d (-md needs a model with the "
+            "same tokenizer)",
+            path.c_str(), b.n_vocab(), a.n_vocab());
     if (std::string(a.model_name()) != b.model_name())
         fail("draft model '%s': tokenizer '%s' differs from the target's '%s'", path.c_str(), b.model_name(),
              a.model_name());
     for (int32_t id = 0; id < a.n_vocab(); id++)
         if (a.token_text(id) != b.token_text(id))
-            fail("draft model '%s': token %d is '%s' but the target's is '%s' (different vocabularies)",
-                 path.c_str(), id, b.token_text(id).c_str(), a.token_text(id).c_str());
+            fail("draft model '%s': token %d is '%s' but the target's is '%s' (different vocabularies)", path.c_str(),
+                 id, b.token_text(id).c_str(), a.token_text(id).c_str());
 }
 
 float top_prob(const float* logits, int32_t n) {
@@ -133,11 +135,16 @@ std::unique_ptr<Drafter> make_draft_model(const DrafterEnv& env) {
 }
 
 // llama.cpp calls this kind draft-simple.
-extern const DrafterKind kDrafterDraftModel = {
-    "draft", "draft-simple", "draft",
-    {{"-md,--model-draft,--spec-draft-model", "FILE", "draft model GGUF (same vocabulary as the target)", nullptr,
-      [](SpecParams& p) { return &p.draft_model; }}},
-    "-md FILE", [](const SpecParams& p) { return !p.draft_model.empty(); }, false, make_draft_model,
-    make_draft_model_shared};
+extern const DrafterKind kDrafterDraftModel = {"draft",
+                                               "draft-simple",
+                                               "draft",
+                                               {{"-md,--model-draft,--spec-draft-model", "FILE",
+                                                 "draft model GGUF (same vocabulary as the target)", nullptr,
+                                                 [](SpecParams& p) { return &p.draft_model; }}},
+                                               "-md FILE",
+                                               [](const SpecParams& p) { return !p.draft_model.empty(); },
+                                               false,
+                                               make_draft_model,
+                                               make_draft_model_shared};
 
 }  // namespace bee

@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include "spec/drafters/drafters.h"
-#include "spec/registry.h"
 #include "spec/drafters/ngram_cache.h"
+#include "spec/registry.h"
 
 namespace bee {
 
@@ -32,8 +32,8 @@ int32_t static_count(const NgramHistogram* st, int32_t tok) {
 }
 
 // The best continuation in `c` for the longest key that passes the thresholds, or -1.
-int32_t try_cache(const NgramCache& c, const std::vector<int32_t>& seq, const NgramHistogram* st,
-                  const int* min_sample, const int* min_percent) {
+int32_t try_cache(const NgramCache& c, const std::vector<int32_t>& seq, const NgramHistogram* st, const int* min_sample,
+                  const int* min_percent) {
     for (int n = kNgramCacheMax; n >= 1; n--) {
         if ((int)seq.size() < n) continue;
         auto it = c.find(ngram_key(&seq[seq.size() - n], n));
@@ -138,13 +138,19 @@ std::unique_ptr<Drafter> make_ngram_cache(const DrafterEnv& env) {
     return std::make_unique<NgramCacheDrafter>(static_cast<CacheFiles*>(env.shared));
 }
 
-extern const DrafterKind kDrafterNgramCache = {
-    "ngram-cache", "", "ngram_cache",
-    {{"-lcs,--lookup-cache-static,--spec-ngram-cache-static", "FILE", "ngram-cache: static lookup cache (read only)",
-      nullptr, [](SpecParams& p) { return &p.lookup_cache_static; }},
-     {"-lcd,--lookup-cache-dynamic,--spec-ngram-cache-dynamic", "FILE",
-      "ngram-cache: dynamic lookup cache (read, then updated with each generation)", nullptr,
-      [](SpecParams& p) { return &p.lookup_cache_dynamic; }}},
-    nullptr, nullptr, false, make_ngram_cache, make_ngram_cache_shared};
+extern const DrafterKind kDrafterNgramCache =
+    {"ngram-cache",
+     "",
+     "ngram_cache",
+     {{"-lcs,--lookup-cache-static,--spec-ngram-cache-static", "FILE", "ngram-cache: static lookup cache (read only)",
+       nullptr, [](SpecParams& p) { return &p.lookup_cache_static; }},
+      {"-lcd,--lookup-cache-dynamic,--spec-ngram-cache-dynamic", "FILE",
+       "ngram-cache: dynamic lookup cache (read, then updated with each generation)", nullptr,
+       [](SpecParams& p) { return &p.lookup_cache_dynamic; }}},
+     nullptr,
+     nullptr,
+     false,
+     make_ngram_cache,
+     make_ngram_cache_shared};
 
 }  // namespace bee

@@ -99,8 +99,8 @@ private:
     };
     struct Key {
         explicit Key(int32_t p = 0) : pos(p) {}
-        int32_t pos;        // a position where the key occurs (to verify hash hits)
-        int32_t num = 0;    // hits
+        int32_t pos;           // a position where the key occurs (to verify hash hits)
+        int32_t num = 0;       // hits
         int32_t stat_idx = 0;  // occurrences before this position are already counted
         Value v[4];
         int nv = 0;
@@ -127,11 +127,11 @@ private:
 
     int n_, m_, min_hits_;
     bool key_only_;
-    std::vector<int32_t> seq_;    // history + id_last of the current step
-    std::vector<uint32_t> index_; // hash -> first position + 1 (0: empty)
+    std::vector<int32_t> seq_;     // history + id_last of the current step
+    std::vector<uint32_t> index_;  // hash -> first position + 1 (0: empty)
     int n_indexed_ = 0;
     std::unordered_map<uint32_t, Key> keys_;
-    Value* last_ = nullptr;       // the value slot behind the last draft
+    Value* last_ = nullptr;  // the value slot behind the last draft
 };
 
 }  // namespace
@@ -144,24 +144,36 @@ std::unique_ptr<Drafter> make_ngram_map_k4v(const DrafterEnv& env) {
     return std::make_unique<NgramMap>(env.params.ngram_map_k4v, false);
 }
 
-extern const DrafterKind kDrafterNgramMapK = {
-    "ngram-map-k", "", "ngram_map_k",
-    {{"--spec-ngram-map-k-size-n", "N", "key length N: tokens that must match [12]",
-      [](SpecParams& p) { return &p.ngram_map_k.size_n; }, nullptr, 1, 1024},
-     {"--spec-ngram-map-k-size-m", "N", "draft length M [48]", [](SpecParams& p) { return &p.ngram_map_k.size_m; }, nullptr, 1,
-      1024},
-     {"--spec-ngram-map-k-min-hits", "N", "key occurrences before drafting (map-k4v) [1]",
-      [](SpecParams& p) { return &p.ngram_map_k.min_hits; }, nullptr, 1, 1 << 20}},
-    nullptr, nullptr, false, make_ngram_map_k, nullptr};
+extern const DrafterKind kDrafterNgramMapK =
+    {"ngram-map-k",
+     "",
+     "ngram_map_k",
+     {{"--spec-ngram-map-k-size-n", "N", "key length N: tokens that must match [12]",
+       [](SpecParams& p) { return &p.ngram_map_k.size_n; }, nullptr, 1, 1024},
+      {"--spec-ngram-map-k-size-m", "N", "draft length M [48]", [](SpecParams& p) { return &p.ngram_map_k.size_m; },
+       nullptr, 1, 1024},
+      {"--spec-ngram-map-k-min-hits", "N", "key occurrences before drafting (map-k4v) [1]",
+       [](SpecParams& p) { return &p.ngram_map_k.min_hits; }, nullptr, 1, 1 << 20}},
+     nullptr,
+     nullptr,
+     false,
+     make_ngram_map_k,
+     nullptr};
 
-extern const DrafterKind kDrafterNgramMapK4v = {
-    "ngram-map-k4v", "", "ngram_map_k4v",
-    {{"--spec-ngram-map-k4v-size-n", "N", "key length N: tokens that must match [12]",
-      [](SpecParams& p) { return &p.ngram_map_k4v.size_n; }, nullptr, 1, 1024},
-     {"--spec-ngram-map-k4v-size-m", "N", "draft length M [48]", [](SpecParams& p) { return &p.ngram_map_k4v.size_m; }, nullptr, 1,
-      1024},
-     {"--spec-ngram-map-k4v-min-hits", "N", "key occurrences before drafting (map-k4v) [1]",
-      [](SpecParams& p) { return &p.ngram_map_k4v.min_hits; }, nullptr, 1, 1 << 20}},
-    nullptr, nullptr, false, make_ngram_map_k4v, nullptr};
+extern const DrafterKind kDrafterNgramMapK4v =
+    {"ngram-map-k4v",
+     "",
+     "ngram_map_k4v",
+     {{"--spec-ngram-map-k4v-size-n", "N", "key length N: tokens that must match [12]",
+       [](SpecParams& p) { return &p.ngram_map_k4v.size_n; }, nullptr, 1, 1024},
+      {"--spec-ngram-map-k4v-size-m", "N", "draft length M [48]", [](SpecParams& p) { return &p.ngram_map_k4v.size_m; },
+       nullptr, 1, 1024},
+      {"--spec-ngram-map-k4v-min-hits", "N", "key occurrences before drafting (map-k4v) [1]",
+       [](SpecParams& p) { return &p.ngram_map_k4v.min_hits; }, nullptr, 1, 1 << 20}},
+     nullptr,
+     nullptr,
+     false,
+     make_ngram_map_k4v,
+     nullptr};
 
 }  // namespace bee

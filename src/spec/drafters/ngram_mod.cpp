@@ -38,8 +38,11 @@ struct ModTable : DrafterShared {
 class NgramMod : public Drafter {
 public:
     NgramMod(const SpecParams& p, ModTable* t)
-        : t_(t), n_(std::max(1, p.ngram_mod_n_match)), n_min_(p.ngram_mod_n_min),
-          n_max_(std::max(1, p.ngram_mod_n_max)), dead_off_(p.ngram_mod_dead_off) {}
+        : t_(t),
+          n_(std::max(1, p.ngram_mod_n_match)),
+          n_min_(p.ngram_mod_n_min),
+          n_max_(std::max(1, p.ngram_mod_n_max)),
+          dead_off_(p.ngram_mod_dead_off) {}
     int n_max() const override { return n_max_; }
 
     void begin(const std::vector<int32_t>& prompt) override {
@@ -111,14 +114,19 @@ std::unique_ptr<Drafter> make_ngram_mod(const DrafterEnv& env) {
     return std::make_unique<NgramMod>(env.params, static_cast<ModTable*>(env.shared));
 }
 
-extern const DrafterKind kDrafterNgramMod = {
-    "ngram-mod", "", "ngram_mod",
-    {{"--spec-ngram-mod-n-match", "N", "ngram-mod lookup length [24]", [](SpecParams& p) { return &p.ngram_mod_n_match; },
-      nullptr, 1, 1024},
-     {"--spec-ngram-mod-n-min", "N", "ngram-mod shortest draft [48]", [](SpecParams& p) { return &p.ngram_mod_n_min; },
-      nullptr, 0, 1024},
-     {"--spec-ngram-mod-n-max", "N", "ngram-mod longest draft [64]", [](SpecParams& p) { return &p.ngram_mod_n_max; },
-      nullptr, 0, 1024}},
-    nullptr, nullptr, false, make_ngram_mod, make_ngram_mod_shared};
+extern const DrafterKind kDrafterNgramMod = {"ngram-mod",
+                                             "",
+                                             "ngram_mod",
+                                             {{"--spec-ngram-mod-n-match", "N", "ngram-mod lookup length [24]",
+                                               [](SpecParams& p) { return &p.ngram_mod_n_match; }, nullptr, 1, 1024},
+                                              {"--spec-ngram-mod-n-min", "N", "ngram-mod shortest draft [48]",
+                                               [](SpecParams& p) { return &p.ngram_mod_n_min; }, nullptr, 0, 1024},
+                                              {"--spec-ngram-mod-n-max", "N", "ngram-mod longest draft [64]",
+                                               [](SpecParams& p) { return &p.ngram_mod_n_max; }, nullptr, 0, 1024}},
+                                             nullptr,
+                                             nullptr,
+                                             false,
+                                             make_ngram_mod,
+                                             make_ngram_mod_shared};
 
 }  // namespace bee

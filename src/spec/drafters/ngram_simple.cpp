@@ -43,14 +43,20 @@ std::unique_ptr<Drafter> make_ngram_simple(const DrafterEnv& env) {
     return std::make_unique<NgramSimple>(env.params.ngram_simple);
 }
 
-extern const DrafterKind kDrafterNgramSimple = {
-    "ngram-simple", "", "ngram_simple",
-    {{"--spec-ngram-simple-size-n", "N", "key length N: tokens that must match [12]",
-      [](SpecParams& p) { return &p.ngram_simple.size_n; }, nullptr, 1, 1024},
-     {"--spec-ngram-simple-size-m", "N", "draft length M [48]", [](SpecParams& p) { return &p.ngram_simple.size_m; }, nullptr, 1,
-      1024},
-     {"--spec-ngram-simple-min-hits", "N", "key occurrences before drafting (map-k4v) [1]",
-      [](SpecParams& p) { return &p.ngram_simple.min_hits; }, nullptr, 1, 1 << 20}},
-    nullptr, nullptr, false, make_ngram_simple, nullptr};
+extern const DrafterKind kDrafterNgramSimple =
+    {"ngram-simple",
+     "",
+     "ngram_simple",
+     {{"--spec-ngram-simple-size-n", "N", "key length N: tokens that must match [12]",
+       [](SpecParams& p) { return &p.ngram_simple.size_n; }, nullptr, 1, 1024},
+      {"--spec-ngram-simple-size-m", "N", "draft length M [48]", [](SpecParams& p) { return &p.ngram_simple.size_m; },
+       nullptr, 1, 1024},
+      {"--spec-ngram-simple-min-hits", "N", "key occurrences before drafting (map-k4v) [1]",
+       [](SpecParams& p) { return &p.ngram_simple.min_hits; }, nullptr, 1, 1 << 20}},
+     nullptr,
+     nullptr,
+     false,
+     make_ngram_simple,
+     nullptr};
 
 }  // namespace bee

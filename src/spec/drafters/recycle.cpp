@@ -24,9 +24,9 @@ namespace bee {
 
 namespace {
 
-constexpr int kMaxNodes = 64;              // the paper's trees have ~80 nodes; rows cost more here
-constexpr double kDefaultRowCost = 0.05;   // before the cost curve is measured
-constexpr double kRankAlpha = 0.02;        // EWMA factor of the per-rank hit rates
+constexpr int kMaxNodes = 64;             // the paper's trees have ~80 nodes; rows cost more here
+constexpr double kDefaultRowCost = 0.05;  // before the cost curve is measured
+constexpr double kRankAlpha = 0.02;       // EWMA factor of the per-rank hit rates
 
 struct Adjacency : DrafterShared {
     Adjacency(int32_t n_vocab, int k) : k(k), succ((size_t)n_vocab * k, -1), hit(k) {
@@ -129,7 +129,7 @@ std::unique_ptr<Drafter> make_recycle(const DrafterEnv& env) {
     return std::make_unique<Recycle>(env.params, static_cast<Adjacency*>(env.shared));
 }
 
-extern const DrafterKind kDrafterRecycle = {"recycle", "", "recycle", {}, nullptr, nullptr, false, make_recycle,
-                                          make_recycle_shared};
+extern const DrafterKind kDrafterRecycle = {"recycle", "",           "recycle",          {}, nullptr, nullptr,
+                                            false,     make_recycle, make_recycle_shared};
 
 }  // namespace bee

@@ -19,8 +19,8 @@
 #include <queue>
 
 #include "spec/drafters/drafters.h"
-#include "spec/registry.h"
 #include "spec/drafters/suffix_trie.h"
+#include "spec/registry.h"
 
 namespace bee {
 
@@ -152,11 +152,17 @@ std::unique_ptr<Drafter> make_suffix(const DrafterEnv& env) {
     return std::make_unique<Suffix>(env.params, static_cast<GlobalTrie*>(env.shared));
 }
 
-extern const DrafterKind kDrafterSuffix = {
-    "suffix", "", "suffix",
-    {{"--spec-suffix-tree", "N",
-      "suffix: draft a best-first tree of N nodes over the continuations seen (0: one chain) [0]",
-      [](SpecParams& p) { return &p.suffix_tree_nodes; }, nullptr, 0, 1024}},
-    nullptr, nullptr, false, make_suffix, make_suffix_shared};
+extern const DrafterKind kDrafterSuffix =
+    {"suffix",
+     "",
+     "suffix",
+     {{"--spec-suffix-tree", "N",
+       "suffix: draft a best-first tree of N nodes over the continuations seen (0: one chain) [0]",
+       [](SpecParams& p) { return &p.suffix_tree_nodes; }, nullptr, 0, 1024}},
+     nullptr,
+     nullptr,
+     false,
+     make_suffix,
+     make_suffix_shared};
 
 }  // namespace bee

@@ -39,9 +39,9 @@ private:
     static uint64_t edge(int32_t node, int32_t token) { return ((uint64_t)(uint32_t)node << 32) | (uint32_t)token; }
 
     int max_depth_;
-    std::vector<Node> nodes_;                    // [0] is the root
+    std::vector<Node> nodes_;                      // [0] is the root
     std::unordered_map<uint64_t, int32_t> edges_;  // (parent, token) -> child
-    std::vector<int32_t> active_;                // nodes of the suffixes ending at the last token, shortest first
+    std::vector<int32_t> active_;                  // nodes of the suffixes ending at the last token, shortest first
 };
 
 }  // namespace bee

@@ -18,48 +18,48 @@ class Model;
 
 // What a head is checked against, and the tensors it falls back to when it has none of its own.
 struct Eagle3Target {
-    std::string name;      // for messages (the target's file)
-    int n_embd = 0;        // hidden size H_t
+    std::string name;  // for messages (the target's file)
+    int n_embd = 0;    // hidden size H_t
     int n_vocab = 0;
-    int n_layer = 0;       // captured layer ids may be 0..n_layer (n_layer: the final state before the norm)
-    Weight tok_embd;       // (n_vocab, n_embd)
-    Weight output;         // (n_vocab, n_embd)
+    int n_layer = 0;  // captured layer ids may be 0..n_layer (n_layer: the final state before the norm)
+    Weight tok_embd;  // (n_vocab, n_embd)
+    Weight output;    // (n_vocab, n_embd)
 };
 Eagle3Target eagle3_target_of(const Model& target);
 
 struct Eagle3HParams {
-    int n_embd = 0;                // H, the head's width
+    int n_embd = 0;  // H, the head's width
     int n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
     float norm_eps = 1e-5f;
-    float attn_scale = 0;          // 1/sqrt(head_dim)
-    RopeParams rope;               // llama's adjacent-pair rope (RopeMode::normal)
-    int target_n_embd = 0;         // H_t (eagle3.target_hidden_size)
+    float attn_scale = 0;                    // 1/sqrt(head_dim)
+    RopeParams rope;                         // llama's adjacent-pair rope (RopeMode::normal)
+    int target_n_embd = 0;                   // H_t (eagle3.target_hidden_size)
     std::array<int32_t, 3> target_layers{};  // target layer ids whose inputs are concatenated, in order
-    bool norm_before_residual = false;  // the attention residual adds norm(g) instead of g
-    bool norm_before_fc = false;        // enc.output_norm over the 3·H_t features before fc
-    int n_draft_vocab = 0;         // rows of the output head (the target's vocabulary without d2t)
+    bool norm_before_residual = false;       // the attention residual adds norm(g) instead of g
+    bool norm_before_fc = false;             // enc.output_norm over the 3·H_t features before fc
+    int n_draft_vocab = 0;                   // rows of the output head (the target's vocabulary without d2t)
 };
 
 struct Eagle3Weights {
-    Weight fc;                     // (n_embd, 3 * target_n_embd)
-    Weight enc_norm;               // (3 * target_n_embd), only with norm_before_fc
-    Weight tok_embd;               // (n_vocab, n_embd): the head's own or the target's
-    Weight attn_norm;              // (n_embd) on the token embedding
-    Weight hidden_norm;            // (n_embd) on g (blk.0.attn_norm_2)
-    Weight wq, wk, wv;             // (n_head * hd, 2 * n_embd), (n_head_kv * hd, 2 * n_embd) x2
-    Weight wo;                     // (n_embd, n_head * hd)
-    Weight ffn_norm;               // (n_embd)
-    Weight ffn_gate, ffn_up;       // (n_ff, n_embd)
-    Weight ffn_down;               // (n_embd, n_ff)
-    Weight output_norm;            // (n_embd)
-    Weight output;                 // (n_draft_vocab, n_embd): the head's own or the target's
-    Weight rope_freqs;             // optional (n_rot / 2)
+    Weight fc;                // (n_embd, 3 * target_n_embd)
+    Weight enc_norm;          // (3 * target_n_embd), only with norm_before_fc
+    Weight tok_embd;          // (n_vocab, n_embd): the head's own or the target's
+    Weight attn_norm;         // (n_embd) on the token embedding
+    Weight hidden_norm;       // (n_embd) on g (blk.0.attn_norm_2)
+    Weight wq, wk, wv;        // (n_head * hd, 2 * n_embd), (n_head_kv * hd, 2 * n_embd) x2
+    Weight wo;                // (n_embd, n_head * hd)
+    Weight ffn_norm;          // (n_embd)
+    Weight ffn_gate, ffn_up;  // (n_ff, n_embd)
+    Weight ffn_down;          // (n_embd, n_ff)
+    Weight output_norm;       // (n_embd)
+    Weight output;            // (n_draft_vocab, n_embd): the head's own or the target's
+    Weight rope_freqs;        // optional (n_rot / 2)
 };
 
 // One sequence's state in the head: its KV rows, appended in ascending position, and scratch.
 struct Eagle3Kv {
-    std::vector<float> k, v;       // (cells, n_head_kv * head_dim)
-    std::vector<int32_t> pos;      // (cells) ascending
+    std::vector<float> k, v;   // (cells, n_head_kv * head_dim)
+    std::vector<int32_t> pos;  // (cells) ascending
     int n_cells() const { return (int)pos.size(); }
     // Drops every cell at position >= p.
     void cut(int32_t p);

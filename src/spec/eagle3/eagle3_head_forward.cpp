@@ -94,8 +94,7 @@ void Eagle3Head::decode(ThreadPool& pool, Eagle3Kv& kv, const Eagle3Rows& rows, 
     float* h = hidden;  // (n, H): residual + attention, then + FFN: the pre-norm output
     mm(pool, w_.wo, att.data(), n, h);
     const float* resid = hp_.norm_before_residual ? nullptr : rows.g;
-    for (int r = 0; r < n; r++)
-        add(h + r * e, resid ? resid + r * e : x2.data() + r * 2 * e + e, e);
+    for (int r = 0; r < n; r++) add(h + r * e, resid ? resid + r * e : x2.data() + r * 2 * e + e, e);
     std::vector<float> hn((size_t)n * e), gate((size_t)n * hp_.n_ff), up((size_t)n * hp_.n_ff), ff((size_t)n * e);
     for (int r = 0; r < n; r++) rms_norm(h + r * e, (const float*)w_.ffn_norm.data, hn.data() + r * e, e, hp_.norm_eps);
     mm(pool, w_.ffn_gate, hn.data(), n, gate.data());

@@ -41,31 +41,34 @@ static void read_hparams(const GgufFile& f, const Eagle3Target& t, Eagle3HParams
     hp.rope.mode = RopeMode::normal;  // llama-style: the converter permuted Q/K rows for it
     hp.target_n_embd = (int)f.get_int("eagle3.target_hidden_size", hp.n_embd);
     if (hp.target_n_embd != t.n_embd)
-        fail("%s: eagle3.target_hidden_size is %d but the target %s has hidden size %d: this head was made for "
-             "another model; use the head trained for this target",
-             path, hp.target_n_embd, t.name.c_str(), t.n_embd);
+        fail(
+            "%s: eagle3.target_hidden_size is %d but the target %s has hidden size %d: this head was made for "
+            "another model; use the head trained for this target",
+            path, hp.target_n_embd, t.name.c_str(), t.n_embd);
     if (!f.has("eagle3.target_layers"))
-        fail("%s: eagle3.target_layers is missing%s: convert the head again with a current llama.cpp "
-             "convert_hf_to_gguf.py",
-             path, f.has("eagle3.extract_layers") ? " (the file has the older eagle3.extract_layers)" : "");
+        fail(
+            "%s: eagle3.target_layers is missing%s: convert the head again with a current llama.cpp "
+            "convert_hf_to_gguf.py",
+            path, f.has("eagle3.extract_layers") ? " (the file has the older eagle3.extract_layers)" : "");
     const std::vector<int64_t> ids = f.get_int_array("eagle3.target_layers");
     if (ids.size() != 3)
         fail("%s: eagle3.target_layers has %zu ids: EAGLE-3 reads exactly 3 target layers", path, ids.size());
     for (int j = 0; j < 3; j++) {
         if (ids[j] < 0 || ids[j] > t.n_layer)
-            fail("%s: eagle3.target_layers = [%lld, %lld, %lld] but the target %s has %d layers (ids 0..%d): this "
-                 "head was made for another model; use the head trained for this target",
-                 path, (long long)ids[0], (long long)ids[1], (long long)ids[2], t.name.c_str(), t.n_layer,
-                 t.n_layer);
+            fail(
+                "%s: eagle3.target_layers = [%lld, %lld, %lld] but the target %s has %d layers (ids 0..%d): this "
+                "head was made for another model; use the head trained for this target",
+                path, (long long)ids[0], (long long)ids[1], (long long)ids[2], t.name.c_str(), t.n_layer, t.n_layer);
         hp.target_layers[j] = (int32_t)ids[j];
     }
     hp.norm_before_residual = f.get_bool("eagle3.norm_before_residual", false);
     hp.norm_before_fc = f.get_bool("eagle3.norm_before_fc", false);
     const int64_t vocab = f.get_int("eagle3.vocab_size", t.n_vocab);
     if (vocab != t.n_vocab)
-        fail("%s: eagle3.vocab_size is %lld but the target %s has %d tokens: the head was converted against "
-             "another tokenizer; convert it with --target-model-dir pointing at this model",
-             path, (long long)vocab, t.name.c_str(), t.n_vocab);
+        fail(
+            "%s: eagle3.vocab_size is %lld but the target %s has %d tokens: the head was converted against "
+            "another tokenizer; convert it with --target-model-dir pointing at this model",
+            path, (long long)vocab, t.name.c_str(), t.n_vocab);
 }
 
 // d2t: I64 absolute target ids of the compact draft vocabulary (the converter adds i to HF's offsets).
@@ -74,21 +77,24 @@ static std::vector<int32_t> read_d2t(const GgufFile& f, const Eagle3Target& t) {
     const GgufTensor* d = f.find_tensor("d2t");
     if (!d) return {};
     if (d->type != GgmlType::I64)
-        fail("%s: tensor 'd2t' has type %s: llama.cpp's eagle3 format stores absolute target ids as i64; convert "
-             "the head again with a current convert_hf_to_gguf.py",
-             path, ggml_type_name(d->type) ? ggml_type_name(d->type) : "?");
+        fail(
+            "%s: tensor 'd2t' has type %s: llama.cpp's eagle3 format stores absolute target ids as i64; convert "
+            "the head again with a current convert_hf_to_gguf.py",
+            path, ggml_type_name(d->type) ? ggml_type_name(d->type) : "?");
     if (d->n_dims != 1 || d->ne[0] <= 0 || d->ne[0] > t.n_vocab)
-        fail("%s: tensor 'd2t' has %lld entries in %d dimensions: expected one row of at most %d (the target's "
-             "vocabulary)",
-             path, (long long)d->ne[0], d->n_dims, t.n_vocab);
+        fail(
+            "%s: tensor 'd2t' has %lld entries in %d dimensions: expected one row of at most %d (the target's "
+            "vocabulary)",
+            path, (long long)d->ne[0], d->n_dims, t.n_vocab);
     std::vector<int32_t> out((size_t)d->ne[0]);
     for (size_t i = 0; i < out.size(); i++) {
         int64_t id;
         std::memcpy(&id, d->data + i * sizeof(int64_t), sizeof id);
         if (id < 0 || id >= t.n_vocab)
-            fail("%s: d2t[%zu] = %lld is not a token of the target %s (0..%d): the head was converted against "
-                 "another vocabulary, or from HF offsets without adding the index",
-                 path, i, (long long)id, t.name.c_str(), t.n_vocab - 1);
+            fail(
+                "%s: d2t[%zu] = %lld is not a token of the target %s (0..%d): the head was converted against "
+                "another vocabulary, or from HF offsets without adding the index",
+                path, i, (long long)id, t.name.c_str(), t.n_vocab - 1);
         out[i] = (int32_t)id;
     }
     return out;
@@ -100,10 +106,11 @@ static Weight own_or_target(const GgufFile& f, const char* name, int64_t ne0, in
     Weight w = bind_weight(f, name, ne0, ne1, false);
     if (w) return w;
     if (target.ne0 != ne0 || target.ne1 != ne1)
-        fail("%s: the head has no '%s', so it would use the target's, which is [%lld, %lld] where the head needs "
-             "[%lld, %lld] (target %s): use a head that carries its own '%s'",
-             f.path().c_str(), name, (long long)target.ne0, (long long)target.ne1, (long long)ne0, (long long)ne1,
-             t.name.c_str(), name);
+        fail(
+            "%s: the head has no '%s', so it would use the target's, which is [%lld, %lld] where the head needs "
+            "[%lld, %lld] (target %s): use a head that carries its own '%s'",
+            f.path().c_str(), name, (long long)target.ne0, (long long)target.ne1, (long long)ne0, (long long)ne1,
+            t.name.c_str(), name);
     return target;
 }
 
@@ -127,9 +134,10 @@ static void bind_weights(const GgufFile& f, const Eagle3Target& t, Eagle3HParams
     w.ffn_down = bind_weight(f, "blk.0.ffn_down.weight", hp.n_ff, e);
     w.output_norm = bind_weight(f, "output_norm.weight", e, 1);
     if (!d2t.empty() && !f.find_tensor("output.weight") && hp.n_draft_vocab != t.n_vocab)
-        fail("%s: d2t names %d draft tokens but the head has no 'output.weight' to score them (the target's head "
-             "scores all %d): the head file is incomplete; convert it again",
-             f.path().c_str(), hp.n_draft_vocab, t.n_vocab);
+        fail(
+            "%s: d2t names %d draft tokens but the head has no 'output.weight' to score them (the target's head "
+            "scores all %d): the head file is incomplete; convert it again",
+            f.path().c_str(), hp.n_draft_vocab, t.n_vocab);
     w.output = own_or_target(f, "output.weight", e, hp.n_draft_vocab, t.output, t);
     w.rope_freqs = bind_weight(f, "blk.0.rope_freqs.weight", hp.rope.n_rot / 2, 1, false);
     if (!w.rope_freqs) w.rope_freqs = bind_weight(f, "rope_freqs.weight", hp.rope.n_rot / 2, 1, false);
@@ -141,9 +149,10 @@ std::unique_ptr<Eagle3Head> Eagle3Head::load(const std::string& path, const Eagl
     const GgufFile& f = h->file_;
     const std::string arch = f.get_str("general.architecture", "");
     if (arch != "eagle3")
-        fail("%s: general.architecture is '%s', not 'eagle3': this is not an EAGLE-3 head (convert one with "
-             "llama.cpp's convert_hf_to_gguf.py --target-model-dir)",
-             path.c_str(), arch.c_str());
+        fail(
+            "%s: general.architecture is '%s', not 'eagle3': this is not an EAGLE-3 head (convert one with "
+            "llama.cpp's convert_hf_to_gguf.py --target-model-dir)",
+            path.c_str(), arch.c_str());
     read_hparams(f, target, h->hp_);
     h->d2t_ = read_d2t(f, target);
     bind_weights(f, target, h->hp_, h->w_, h->d2t_);

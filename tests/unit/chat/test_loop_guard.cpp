@@ -57,10 +57,15 @@ TEST(LoopGuardParams, ValidationRejectsEachRule) {
     };
     bad([](LoopGuardParams& p) { p.check_interval = 0; });
     bad([](LoopGuardParams& p) { p.interventions = -1; });
-    bad([](LoopGuardParams& p) { p.window = 700; });                      // window < min_coverage
-    bad([](LoopGuardParams& p) { p.max_period = 700; });                  // > window / 3
-    bad([](LoopGuardParams& p) { p.min_tokens = 500; });                  // < min_coverage
-    EXPECT_THROW(LoopGuard([] { LoopGuardParams p; p.window = 10; return p; }()), bee::Error);
+    bad([](LoopGuardParams& p) { p.window = 700; });      // window < min_coverage
+    bad([](LoopGuardParams& p) { p.max_period = 700; });  // > window / 3
+    bad([](LoopGuardParams& p) { p.min_tokens = 500; });  // < min_coverage
+    EXPECT_THROW(LoopGuard([] {
+                     LoopGuardParams p;
+                     p.window = 10;
+                     return p;
+                 }()),
+                 bee::Error);
     try {
         LoopGuardParams p;
         p.max_period = 1000;

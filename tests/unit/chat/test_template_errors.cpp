@@ -32,10 +32,13 @@ std::string render_error(const std::string& src, const Json& ctx = Json::object(
     return "";
 }
 
-std::string render(const std::string& src, const Json& ctx = Json::object()) { return Template::parse(src).render(ctx, 0); }
+std::string render(const std::string& src, const Json& ctx = Json::object()) {
+    return Template::parse(src).render(ctx, 0);
+}
 
 TEST(ChatTemplateErrors, SyntaxErrorsNameLineAndColumn) {
-    EXPECT_NE(parse_error("hello\n  {{ 1 + }}").find("chat template: 2:10:"), std::string::npos) << parse_error("hello\n  {{ 1 + }}");
+    EXPECT_NE(parse_error("hello\n  {{ 1 + }}").find("chat template: 2:10:"), std::string::npos)
+        << parse_error("hello\n  {{ 1 + }}");
     EXPECT_NE(parse_error("{% if x %}never closed").find("endif"), std::string::npos);
     EXPECT_NE(parse_error("a\nb\n{{ x").find("3:1:"), std::string::npos) << parse_error("a\nb\n{{ x");
     EXPECT_NE(parse_error("{% frobnicate %}").find("unknown or unsupported tag 'frobnicate'"), std::string::npos);
@@ -50,7 +53,8 @@ TEST(ChatTemplateErrors, SyntaxErrorsNameLineAndColumn) {
 TEST(ChatTemplateErrors, RenderErrorsAreErrors) {
     EXPECT_NE(render_error("{{ x | nosuchfilter }}").find("unknown filter 'nosuchfilter'"), std::string::npos);
     EXPECT_NE(render_error("{{ x is nosuchtest }}").find("unknown test"), std::string::npos);
-    EXPECT_NE(render_error("{{ raise_exception('Roles must alternate') }}").find("raised an error: Roles must alternate"),
+    EXPECT_NE(render_error("{{ raise_exception('Roles must alternate') }}")
+                  .find("raised an error: Roles must alternate"),
               std::string::npos);
     EXPECT_NE(render_error("\n\n  {{ undefined_thing.attr }}").find("line 3:"), std::string::npos)
         << render_error("\n\n  {{ undefined_thing.attr }}");
@@ -65,24 +69,30 @@ TEST(ChatTemplateErrors, RenderErrorsAreErrors) {
 }
 
 TEST(ChatTemplateErrors, HostileTemplatesHitBounds) {
-    EXPECT_NE(parse_error("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}").find("nested too deeply"),
+    EXPECT_NE(parse_error("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}")
+                  .find("nested too deeply"),
               std::string::npos);
     std::string deep_ifs;
     for (int k = 0; k < 5000; ++k) deep_ifs += "{% if true %}";
     EXPECT_NE(parse_error(deep_ifs).find("nested too deeply"), std::string::npos);
     EXPECT_NE(render_error("{% for i in range(100000000) %}{% endfor %}").find("range() longer"), std::string::npos);
-    EXPECT_NE(render_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}").find("steps"),
+    EXPECT_NE(render_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}")
+                  .find("steps"),
               std::string::npos);
     EXPECT_NE(render_error("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").find("nested deeper"), std::string::npos);
     EXPECT_NE(render_error("{{ 'a' * 1000000000 }}").find("too large"), std::string::npos);
-    EXPECT_NE(render_error("{% set s = 'x' * 1000000 %}{% for i in range(1000) %}{{ s }}{% endfor %}").find("output larger"),
+    EXPECT_NE(render_error("{% set s = 'x' * 1000000 %}{% for i in range(1000) %}{{ s }}{% endfor %}")
+                  .find("output larger"),
               std::string::npos);
-    EXPECT_NE(render_error("{% set l = [] %}{% for j in range(5) %}{% for i in range(1000000) %}{% set _ = l.append(i) %}"
-                           "{% endfor %}{% endfor %}").find("steps"),
+    EXPECT_NE(render_error(
+                  "{% set l = [] %}{% for j in range(5) %}{% for i in range(1000000) %}{% set _ = l.append(i) %}"
+                  "{% endfor %}{% endfor %}")
+                  .find("steps"),
               std::string::npos);
     EXPECT_NE(render_error("{% for i in range(900000) %}{% set x = range(900000) %}{% endfor %}").find("steps"),
               std::string::npos);
-    EXPECT_NE(render_error("{% set s = 'x' * 60000000 %}{% for i in range(10) %}{% set t = s ~ i %}{% endfor %}").find("bytes of strings"),
+    EXPECT_NE(render_error("{% set s = 'x' * 60000000 %}{% for i in range(10) %}{% set t = s ~ i %}{% endfor %}")
+                  .find("bytes of strings"),
               std::string::npos);
 }
 
@@ -92,7 +102,8 @@ TEST(ChatTemplateErrors, CyclicAndDeepValuesNeitherCrashNorLeak) {
     EXPECT_NE(render_error("{% set l = [] %}{{ l.append(l) }}{{ l }}").find("nested too deeply"), std::string::npos);
     EXPECT_NE(render_error("{% set d = {} %}{{ d.update({'me': d}) }}{{ d | tojson }}").find("nested too deeply"),
               std::string::npos);
-    EXPECT_NE(render_error("{% set l = [] %}{{ l.append(l) }}{{ l == l }}").find("nested too deeply"), std::string::npos);
+    EXPECT_NE(render_error("{% set l = [] %}{{ l.append(l) }}{{ l == l }}").find("nested too deeply"),
+              std::string::npos);
     // A 300000-deep chain of lists is dropped mid-render and at the end without deep recursion.
     EXPECT_EQ(render("{% set ns = namespace(l=[]) %}{% for i in range(300000) %}{% set ns.l = [ns.l] %}{% endfor %}"
                      "{% set ns.l = 0 %}done"),
@@ -100,9 +111,11 @@ TEST(ChatTemplateErrors, CyclicAndDeepValuesNeitherCrashNorLeak) {
 }
 
 TEST(ChatTemplateErrors, UndefinedBehavesLikeJinja2) {
-    EXPECT_EQ(render("[{{ missing }}]{{ missing | default('d') }}{% for x in missing %}x{% endfor %}{{ missing | length }}"),
-              "[]d0");
-    EXPECT_EQ(render("{{ m.content is defined }}{{ m.nope is defined }}", Json{{"m", {{"content", "x"}}}}), "TrueFalse");
+    EXPECT_EQ(
+        render("[{{ missing }}]{{ missing | default('d') }}{% for x in missing %}x{% endfor %}{{ missing | length }}"),
+        "[]d0");
+    EXPECT_EQ(render("{{ m.content is defined }}{{ m.nope is defined }}", Json{{"m", {{"content", "x"}}}}),
+              "TrueFalse");
     EXPECT_EQ(render("{{ none.x is defined }}{{ 'abc'.nope is defined }}"), "FalseFalse");
 }
 
@@ -136,7 +149,9 @@ TEST(ChatApply, NullContentOfToolCallTurnsIsRetriedAsEmpty) {
         {"role": "tool", "content": "sunny"}])");
     EXPECT_THROW(t.render(Json{{"messages", in.messages}}, 0), bee::Error);
     std::string out = bee::chat::apply(t, in);
-    EXPECT_NE(out.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"), std::string::npos) << out;
+    EXPECT_NE(out.find("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}"),
+              std::string::npos)
+        << out;
     EXPECT_NE(out.find("<tool_response>\nsunny\n</tool_response>"), std::string::npos) << out;
 }
 
@@ -151,7 +166,8 @@ TEST(BuiltinTemplates, RenderTheirTurnFormats) {
               "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n"
               "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
     EXPECT_EQ(bee::chat::apply(Template::parse(bee::chat::builtin_template("chatml")), in),
-              "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi <|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
+              "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi "
+              "<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
               "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
     EXPECT_EQ(bee::chat::builtin_template("nope"), nullptr);
 }

@@ -55,11 +55,13 @@ TEST(ChatTemplateFixtures, RealTemplatesMatchJinja2) {
     for (const auto& entry : fs::directory_iterator(kDir)) {
         if (entry.path().extension() != ".jinja") continue;
         const fs::path fixture = kDir / "expected" / (entry.path().stem().string() + ".json");
-        ASSERT_TRUE(fs::exists(fixture)) << "no fixture for " << entry.path() << ": run tests/reference/make_chat_fixtures.py";
+        ASSERT_TRUE(fs::exists(fixture)) << "no fixture for " << entry.path()
+                                         << ": run tests/reference/make_chat_fixtures.py";
         const std::string source = read_text(entry.path());
         Json doc = Json::parse(read_text(fixture));
         ASSERT_EQ(doc.at("template").get<std::string>(), entry.path().filename().string());
-        check_cases(doc, [&](const Json&) { return source; }, entry.path().stem().string());
+        check_cases(
+            doc, [&](const Json&) { return source; }, entry.path().stem().string());
         ++files;
     }
     EXPECT_GE(files, 9);
@@ -67,7 +69,8 @@ TEST(ChatTemplateFixtures, RealTemplatesMatchJinja2) {
 
 TEST(ChatTemplateFixtures, FeatureSnippetsMatchJinja2) {
     Json doc = Json::parse(read_text(kDir / "expected" / "features.json"));
-    check_cases(doc, [](const Json& c) { return c.at("source").get<std::string>(); }, "features");
+    check_cases(
+        doc, [](const Json& c) { return c.at("source").get<std::string>(); }, "features");
 }
 
 }  // namespace

@@ -20,7 +20,8 @@ std::string template_text(const char* name) {
 }
 
 TEST(ToolCallSyntax, MistralArgsFormFromTheTemplate) {
-    for (const char* file : {"Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja"}) {
+    for (const char* file :
+         {"Mistral-Small-3.2-24B-Instruct-2506.jinja", "unsloth-mistral-Devstral-Small-2507.jinja"}) {
         const std::string src = template_text(file);
         ASSERT_EQ(detect_tool_call_format(src), ToolCallFormat::mistral) << file;
         const ToolCallSyntax sx = tool_call_syntax(ToolCallFormat::mistral, src);

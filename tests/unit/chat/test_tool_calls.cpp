@@ -72,8 +72,9 @@ TEST(ToolCalls, DetectsFormatFromRealTemplates) {
 }
 
 TEST(ToolCalls, HermesSingleAndParallel) {
-    ToolCallDelta d = parse_all_ways(ToolCallFormat::hermes,
-                                     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
+    ToolCallDelta d =
+        parse_all_ways(ToolCallFormat::hermes,
+                       "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>");
     ASSERT_EQ(d.calls.size(), 1u);
     EXPECT_EQ(d.calls[0].name, "get_weather");
     EXPECT_EQ(d.calls[0].arguments, "{\"city\":\"Paris\"}");
@@ -112,7 +113,8 @@ TEST(ToolCalls, HermesMalformedStaysContent) {
 
 TEST(ToolCalls, HermesUnclosedAtEnd) {
     // Cut by the token limit before the close tag: a complete JSON call is still a call ...
-    ToolCallDelta d = parse_all_ways(ToolCallFormat::hermes, "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"q\": \"x\"}}\n");
+    ToolCallDelta d =
+        parse_all_ways(ToolCallFormat::hermes, "<tool_call>\n{\"name\": \"a\", \"arguments\": {\"q\": \"x\"}}\n");
     ASSERT_EQ(d.calls.size(), 1u);
     EXPECT_EQ(d.calls[0].arguments, "{\"q\":\"x\"}");
     // ... an incomplete one is content.
@@ -146,7 +148,9 @@ TEST(ToolCalls, Llama3Json) {
     EXPECT_EQ(d.calls[0].arguments, "{\"city\":\"Oslo\",\"days\":3}");
     EXPECT_EQ(d.content, "");
 
-    d = parse_all_ways(ToolCallFormat::llama3, "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"arguments\": {\"k\": [1, 2]}}");
+    d = parse_all_ways(
+        ToolCallFormat::llama3,
+        "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"arguments\": {\"k\": [1, 2]}}");
     ASSERT_EQ(d.calls.size(), 2u);
     EXPECT_EQ(d.calls[1].name, "b");
     EXPECT_EQ(d.calls[1].arguments, "{\"k\":[1,2]}");
@@ -162,7 +166,7 @@ TEST(ToolCalls, Llama3PlainTextAndMalformed) {
     EXPECT_EQ(p.feed("The answer is {42}.").content, "The answer is {42}.");  // not at the start: text
     EXPECT_EQ(p.finish().content, "");
     for (const std::string& s : {std::string("{\"name\": \"a\", \"parameters\": {\"x\": 1}"),  // unbalanced
-                                 std::string("{\"answer\": 42}"),                            // JSON, not a call
+                                 std::string("{\"answer\": 42}"),                              // JSON, not a call
                                  std::string("{\"name\": \"a\", \"parameters\": {}} and then {oops")}) {
         ToolCallDelta d = parse_all_ways(ToolCallFormat::llama3, s);
         if (s.find("and then") != std::string::npos) {
@@ -176,9 +180,9 @@ TEST(ToolCalls, Llama3PlainTextAndMalformed) {
 }
 
 TEST(ToolCalls, MistralForms) {
-    ToolCallDelta d = parse_all_ways(
-        ToolCallFormat::mistral,
-        "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"x\": 1}, \"id\": \"abcDEF123\"}, {\"name\": \"b\", \"arguments\": {}}]");
+    ToolCallDelta d = parse_all_ways(ToolCallFormat::mistral,
+                                     "[TOOL_CALLS][{\"name\": \"a\", \"arguments\": {\"x\": 1}, \"id\": "
+                                     "\"abcDEF123\"}, {\"name\": \"b\", \"arguments\": {}}]");
     ASSERT_EQ(d.calls.size(), 2u);
     EXPECT_EQ(d.calls[0].id, "abcDEF123");
     EXPECT_EQ(d.calls[0].arguments, "{\"x\":1}");
@@ -208,19 +212,23 @@ TEST(ToolCalls, MistralForms) {
 }
 
 TEST(ToolCalls, GenericFallback) {
-    ToolCallDelta d = parse_all_ways(
-        ToolCallFormat::generic, "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": \"b\", \"arguments\": \"{\\\"y\\\": 2}\"}]}");
+    ToolCallDelta d = parse_all_ways(ToolCallFormat::generic,
+                                     "{\"tool_calls\": [{\"name\": \"a\", \"arguments\": {\"x\": 1}}, {\"name\": "
+                                     "\"b\", \"arguments\": \"{\\\"y\\\": 2}\"}]}");
     ASSERT_EQ(d.calls.size(), 2u);
     EXPECT_EQ(d.calls[1].arguments, "{\"y\": 2}");  // a string argument is kept as the model wrote it
-    d = parse_all_ways(ToolCallFormat::generic, "```json\n{\"tool_call\": {\"name\": \"f\", \"arguments\": {}}}\n```\n");
+    d = parse_all_ways(ToolCallFormat::generic,
+                       "```json\n{\"tool_call\": {\"name\": \"f\", \"arguments\": {}}}\n```\n");
     ASSERT_EQ(d.calls.size(), 1u);
     EXPECT_EQ(d.content, "");
-    d = parse_all_ways(ToolCallFormat::generic, "{\"type\": \"function\", \"function\": {\"name\": \"g\", \"arguments\": {\"z\": null}}}");
+    d = parse_all_ways(ToolCallFormat::generic,
+                       "{\"type\": \"function\", \"function\": {\"name\": \"g\", \"arguments\": {\"z\": null}}}");
     ASSERT_EQ(d.calls.size(), 1u);
     EXPECT_EQ(d.calls[0].name, "g");
     EXPECT_EQ(d.calls[0].arguments, "{\"z\":null}");
     // Several bare calls one after another; JSON that is not a call ends them and stays text.
-    d = parse_all_ways(ToolCallFormat::generic, "{\"name\": \"a\", \"arguments\": {}}\n{\"name\": \"b\", \"arguments\": {}} {\"x\": 1}");
+    d = parse_all_ways(ToolCallFormat::generic,
+                       "{\"name\": \"a\", \"arguments\": {}}\n{\"name\": \"b\", \"arguments\": {}} {\"x\": 1}");
     ASSERT_EQ(d.calls.size(), 2u);
     EXPECT_EQ(d.calls[1].name, "b");
     EXPECT_EQ(d.content, "{\"x\": 1}");
@@ -234,8 +242,9 @@ TEST(ToolCalls, GenericFallback) {
 
 TEST(ToolCalls, GarbageNeverCrashes) {
     // Deterministic pseudo-random byte soup built from the formats' markers.
-    const char* atoms[] = {"<tool_call>", "</tool_call>", "{", "}", "[", "]", "\"", "\\", "name", ":", ",",
-                           "[TOOL_CALLS]", "[ARGS]", "<|python_tag|>", " ", "\n", "```", "arguments"};
+    const char* atoms[] =
+        {"<tool_call>", "</tool_call>",   "{", "}",  "[",   "]",        "\"", "\\", "name", ":", ",", "[TOOL_CALLS]",
+         "[ARGS]",      "<|python_tag|>", " ", "\n", "```", "arguments"};
     uint32_t x = 12345;
     for (int round = 0; round < 300; round++) {
         std::string s;
@@ -243,7 +252,8 @@ TEST(ToolCalls, GarbageNeverCrashes) {
             x = x * 1664525u + 1013904223u;
             s += atoms[(x >> 16) % (sizeof atoms / sizeof *atoms)];
         }
-        for (ToolCallFormat f : {ToolCallFormat::hermes, ToolCallFormat::llama3, ToolCallFormat::mistral, ToolCallFormat::generic})
+        for (ToolCallFormat f :
+             {ToolCallFormat::hermes, ToolCallFormat::llama3, ToolCallFormat::mistral, ToolCallFormat::generic})
             parse_all_ways(f, s);
     }
 }

@@ -34,8 +34,10 @@ TEST(GgufBroken, Versions) {
     for (uint32_t v : {0u, 1u, 4u, 0x03000000u}) {
         RawGguf r;
         r.header(v, 0, 0);
-        const char* problem = v == 1 ? "version 1 is not supported" : v == 4 ? "unsupported version 4"
-                              : v == 0 ? "unsupported version 0" : "big-endian";
+        const char* problem = v == 1   ? "version 1 is not supported"
+                              : v == 4 ? "unsupported version 4"
+                              : v == 0 ? "unsupported version 0"
+                                       : "big-endian";
         expect_gguf_error(r.b, "version", 4, problem);
     }
 }

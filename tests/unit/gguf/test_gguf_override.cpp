@@ -22,9 +22,9 @@ std::string parse_error(const std::string& spec) {
 }
 
 TEST(GgufOverride, ParsesEachType) {
-    const std::vector<GgufOverride> o =
-        parse_gguf_overrides("llama.context_length=int:8192,llama.rope.freq_base=float:5e5,a.b=bool:true,"
-                             "tokenizer.ggml.pre=str:deepseek-llm");
+    const std::vector<GgufOverride> o = parse_gguf_overrides(
+        "llama.context_length=int:8192,llama.rope.freq_base=float:5e5,a.b=bool:true,"
+        "tokenizer.ggml.pre=str:deepseek-llm");
     ASSERT_EQ(o.size(), 4u);
     EXPECT_EQ(o[0].key, "llama.context_length");
     EXPECT_EQ(o[0].value.type, GgufValueType::INT64);

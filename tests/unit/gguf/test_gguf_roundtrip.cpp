@@ -21,10 +21,15 @@ using VT = GgufValueType;
 void expect_same_value(const GgufValue& want, const GgufValue& got, const std::string& where) {
     ASSERT_EQ(want.type, got.type) << where;
     switch (want.type) {
-        case VT::UINT8: case VT::UINT16: case VT::UINT32: case VT::UINT64: case VT::BOOL:
-            EXPECT_EQ(want.u64, got.u64) << where;
-            break;
-        case VT::INT8: case VT::INT16: case VT::INT32: case VT::INT64: EXPECT_EQ(want.i64, got.i64) << where; break;
+        case VT::UINT8:
+        case VT::UINT16:
+        case VT::UINT32:
+        case VT::UINT64:
+        case VT::BOOL: EXPECT_EQ(want.u64, got.u64) << where; break;
+        case VT::INT8:
+        case VT::INT16:
+        case VT::INT32:
+        case VT::INT64: EXPECT_EQ(want.i64, got.i64) << where; break;
         case VT::FLOAT32: EXPECT_EQ((float)want.f64, (float)got.f64) << where; break;
         case VT::FLOAT64: EXPECT_EQ(want.f64, got.f64) << where; break;
         case VT::STRING: EXPECT_EQ(want.str, got.str) << where; break;
@@ -109,11 +114,16 @@ struct TensorCase {
 };
 
 const std::vector<TensorCase> kTensorCases = {
-    {"f32", GgmlType::F32, {8, 3}},         {"f16", GgmlType::F16, {4, 2}},
-    {"q4_0", GgmlType::Q4_0, {64, 2}},      {"q8_0", GgmlType::Q8_0, {32}},
-    {"q4_k", GgmlType::Q4_K, {256, 2}},     {"q6_k", GgmlType::Q6_K, {256}},
-    {"bf16", GgmlType::BF16, {2, 2, 2, 2}}, {"iq2_xxs", GgmlType::IQ2_XXS, {256}},  // known, no kernel
-    {"i32", GgmlType::I32, {5}},            {"q4_1", GgmlType::Q4_1, {32, 1, 3}},
+    {"f32", GgmlType::F32, {8, 3}},
+    {"f16", GgmlType::F16, {4, 2}},
+    {"q4_0", GgmlType::Q4_0, {64, 2}},
+    {"q8_0", GgmlType::Q8_0, {32}},
+    {"q4_k", GgmlType::Q4_K, {256, 2}},
+    {"q6_k", GgmlType::Q6_K, {256}},
+    {"bf16", GgmlType::BF16, {2, 2, 2, 2}},
+    {"iq2_xxs", GgmlType::IQ2_XXS, {256}},  // known, no kernel
+    {"i32", GgmlType::I32, {5}},
+    {"q4_1", GgmlType::Q4_1, {32, 1, 3}},
 };
 
 void check_tensors(const GgufFile& f, const uint8_t* base, uint64_t alignment) {
@@ -316,8 +326,7 @@ TEST(GgufGetters, Errors) {
     EXPECT_EQ(error_of([&] { f.get_int("s", 3); }), "g.gguf: metadata key 's': has type string, expected integer");
     EXPECT_EQ(error_of([&] { f.get_str("u32"); }), "g.gguf: metadata key 'u32': has type uint32, expected string");
     EXPECT_EQ(error_of([&] { f.get_float("b"); }), "g.gguf: metadata key 'b': has type bool, expected float");
-    EXPECT_EQ(error_of([&] { f.get_bool("u32", true); }),
-              "g.gguf: metadata key 'u32': has type uint32, expected bool");
+    EXPECT_EQ(error_of([&] { f.get_bool("u32", true); }), "g.gguf: metadata key 'u32': has type uint32, expected bool");
     EXPECT_EQ(error_of([&] { f.get_str_array("ia"); }),
               "g.gguf: metadata key 'ia': has type array of int32, expected array of string");
     EXPECT_EQ(error_of([&] { f.get_int_array("fa"); }),

@@ -5,8 +5,8 @@
 #include <cstring>
 
 #include "base/fp16.h"
-#include "kernels/kernels.h"
 #include "gpu_test_util.h"
+#include "kernels/kernels.h"
 
 namespace bee {
 namespace {
@@ -16,7 +16,8 @@ using test::random_floats;
 
 TEST_F(GpuTest, AddScaleAndBiasAreExact) {
     const int64_t rows = 5, cols = 77, stride = 96, n = rows * stride;
-    std::vector<float> x = random_floats((size_t)n, 1), y = random_floats((size_t)n, 2), b = random_floats((size_t)cols, 3);
+    std::vector<float> x = random_floats((size_t)n, 1), y = random_floats((size_t)n, 2),
+                       b = random_floats((size_t)cols, 3);
     auto xa = upload_vec(x), xs = upload_vec(x), xb = upload_vec(x), yb = upload_vec(y), bb = upload_vec(b);
     cl->begin();
     ops->add(*cl, gpu::whole(*xa), gpu::whole(*yb), n);
@@ -24,7 +25,8 @@ TEST_F(GpuTest, AddScaleAndBiasAreExact) {
     ops->add_row(*cl, gpu::whole(*xb), gpu::whole(*bb), cols, rows, stride);
     cl->end();
     cl->submit_and_wait();
-    const std::vector<float> ga = download(*xa, (size_t)n), gs = download(*xs, (size_t)n), gb = download(*xb, (size_t)n);
+    const std::vector<float> ga = download(*xa, (size_t)n), gs = download(*xs, (size_t)n),
+                             gb = download(*xb, (size_t)n);
     for (int64_t i = 0; i < n; i++) {
         ASSERT_EQ(ga[(size_t)i], x[(size_t)i] + y[(size_t)i]) << i;
         ASSERT_EQ(gs[(size_t)i], x[(size_t)i] * 0.37f) << i;
@@ -36,9 +38,24 @@ TEST_F(GpuTest, AddScaleAndBiasAreExact) {
 TEST_F(GpuTest, KvWriteGivesTheCpuHalfBits) {
     const int n_rows = 3, n_embd = 70, stride = 96, n_cells = 8;
     std::vector<float> x = random_floats((size_t)(n_rows * stride), 4, -70000.0f, 70000.0f);
-    const float edge[] = {0.0f, -0.0f, 1e-8f, -6e-8f, 3e-5f, 6.1e-5f, 65504.0f, 65520.0f, 1e9f, -1e9f,
-                          1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 2.0f + 1.0f / 1024, 0.1f, std::ldexp(1.0f, -25),
-                          std::ldexp(3.0f, -26), INFINITY, -INFINITY};
+    const float edge[] = {0.0f,
+                          -0.0f,
+                          1e-8f,
+                          -6e-8f,
+                          3e-5f,
+                          6.1e-5f,
+                          65504.0f,
+                          65520.0f,
+                          1e9f,
+                          -1e9f,
+                          1.0f + 1.0f / 2048,
+                          1.0f + 3.0f / 2048,
+                          2.0f + 1.0f / 1024,
+                          0.1f,
+                          std::ldexp(1.0f, -25),
+                          std::ldexp(3.0f, -26),
+                          INFINITY,
+                          -INFINITY};
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) x[i * 3] = edge[i];
     for (int i = 0; i < n_embd; i++) x[(size_t)stride + (size_t)i] *= 1e-6f;  // row 1: small and subnormal halves
     const uint32_t cells[n_rows] = {6, 1, 3};
@@ -168,7 +185,8 @@ TEST_F(GpuTest, AttentionMatchesReferenceAndIsBatchInvariant) {
                 cl->end();
                 cl->submit_and_wait();
                 const std::vector<float> alone = download(out, (size_t)t.n_head * hd);
-                ASSERT_EQ(0, std::memcmp(alone.data(), &got[(size_t)row * out_stride], alone.size() * 4)) << "row " << row;
+                ASSERT_EQ(0, std::memcmp(alone.data(), &got[(size_t)row * out_stride], alone.size() * 4))
+                    << "row " << row;
             }
         }
 }

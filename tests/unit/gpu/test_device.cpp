@@ -12,9 +12,9 @@ namespace {
 using test::GpuTest;
 
 TEST(GpuShaders, EveryShaderIsEmbedded) {
-    const char* names[] = {"matmul_f32", "matmul_f16", "matmul_bf16", "matmul_q4_0", "matmul_q4_1", "matmul_q5_0",
-                           "matmul_q5_1", "matmul_q8_0", "matmul_q4_k", "matmul_q5_k", "matmul_q6_k", "rms_norm",
-                           "rope", "act_mul", "softmax"};
+    const char* names[] = {"matmul_f32",  "matmul_f16",  "matmul_bf16", "matmul_q4_0", "matmul_q4_1",
+                           "matmul_q5_0", "matmul_q5_1", "matmul_q8_0", "matmul_q4_k", "matmul_q5_k",
+                           "matmul_q6_k", "rms_norm",    "rope",        "act_mul",     "softmax"};
     for (const char* n : names) {
         if (!strncmp(n, "matmul_", 7)) {
             ASSERT_NE(gpu::find_shader((std::string(n) + "_sg").c_str()), nullptr) << n << "_sg";
@@ -99,10 +99,13 @@ TEST_F(GpuTest, BadShapesThrowBeforeRecording) {
     auto b = upload_vec(std::vector<float>(64));
     cl->begin();
     // n_in not a multiple of the block, x_stride not a multiple of 32, a W range too small
-    EXPECT_THROW(ops->matmul(*cl, GgmlType::Q4_0, gpu::whole(*b), 1, 48, gpu::whole(*b), 64, 1, gpu::whole(*b), 1), Error);
+    EXPECT_THROW(ops->matmul(*cl, GgmlType::Q4_0, gpu::whole(*b), 1, 48, gpu::whole(*b), 64, 1, gpu::whole(*b), 1),
+                 Error);
     EXPECT_THROW(ops->matmul(*cl, GgmlType::F32, gpu::whole(*b), 1, 8, gpu::whole(*b), 8, 1, gpu::whole(*b), 1), Error);
-    EXPECT_THROW(ops->matmul(*cl, GgmlType::F32, gpu::whole(*b), 100, 32, gpu::whole(*b), 32, 1, gpu::whole(*b), 100), Error);
-    EXPECT_THROW(ops->matmul(*cl, GgmlType::Q2_K, gpu::whole(*b), 1, 256, gpu::whole(*b), 256, 1, gpu::whole(*b), 1), Error);
+    EXPECT_THROW(ops->matmul(*cl, GgmlType::F32, gpu::whole(*b), 100, 32, gpu::whole(*b), 32, 1, gpu::whole(*b), 100),
+                 Error);
+    EXPECT_THROW(ops->matmul(*cl, GgmlType::Q2_K, gpu::whole(*b), 1, 256, gpu::whole(*b), 256, 1, gpu::whole(*b), 1),
+                 Error);
     cl->end();
 }
 

@@ -3,9 +3,9 @@
 #include <cmath>
 #include <cstring>
 
+#include "gpu_test_util.h"
 #include "kernels/kernels.h"
 #include "quant/quant.h"
-#include "gpu_test_util.h"
 
 namespace bee {
 namespace {
@@ -84,7 +84,8 @@ void run_case(GpuTest& t, gpu::Ops& ops, gpu::CommandList& cl, gpu::Device& dev,
             const double got = y[(size_t)(r * n_out + o)];
             const char* name = ti.name;
             ASSERT_NEAR(got, exact, tc.tol_exact * mag + 1e-6)
-                << (ops.subgroups() ? "subgroups " : "shared memory ") << name << " n_out " << n_out << " n_in " << n_in << " n_tok " << n_tok << " at " << r << "," << o;
+                << (ops.subgroups() ? "subgroups " : "shared memory ") << name << " n_out " << n_out << " n_in " << n_in
+                << " n_tok " << n_tok << " at " << r << "," << o;
             ASSERT_NEAR(got, y_cpu[(size_t)(r * n_out + o)], tc.tol_cpu_path * mag + 1e-6)
                 << name << " vs bee::ref::matmul, n_in " << n_in << " at " << r << "," << o;
         }
@@ -122,9 +123,11 @@ TEST_F(GpuTest, MatmulIsBatchInvariant) {
     x_last.upload(x.data() + (n_tok - 1) * n_in, (size_t)n_in * 4);
     gpu::Buffer y_last(*dev, (size_t)n_out * 4, gpu::Memory::host);
     cl->begin();
-    ops->matmul(*cl, GgmlType::Q4_K, gpu::whole(*wb), n_out, n_in, gpu::whole(*xb), n_in, n_tok, gpu::whole(y_all), n_out);
+    ops->matmul(*cl, GgmlType::Q4_K, gpu::whole(*wb), n_out, n_in, gpu::whole(*xb), n_in, n_tok, gpu::whole(y_all),
+                n_out);
     ops->matmul(*cl, GgmlType::Q4_K, gpu::whole(*wb), n_out, n_in, gpu::whole(*xb), n_in, 1, gpu::whole(y_one), n_out);
-    ops->matmul(*cl, GgmlType::Q4_K, gpu::whole(*wb), n_out, n_in, gpu::whole(x_last), n_in, 1, gpu::whole(y_last), n_out);
+    ops->matmul(*cl, GgmlType::Q4_K, gpu::whole(*wb), n_out, n_in, gpu::whole(x_last), n_in, 1, gpu::whole(y_last),
+                n_out);
     cl->end();
     cl->submit_and_wait();
     std::vector<float> a = download(y_all, (size_t)(n_tok * n_out)), b = download(y_one, n_out),

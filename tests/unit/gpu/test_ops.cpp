@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/kernels.h"
 #include "gpu_test_util.h"
+#include "kernels/kernels.h"
 
 namespace bee {
 namespace {
@@ -26,8 +26,8 @@ TEST_F(GpuTest, RmsNormMatchesReference) {
             cl->begin();
             ops->rms_norm(*cl, gpu::whole(*xb), with_w ? gpu::whole(*wb) : gpu::BufferRange{}, gpu::whole(yb), n, rows,
                           stride, 1e-6f);
-            ops->rms_norm(*cl, gpu::whole(*xb), with_w ? gpu::whole(*wb) : gpu::BufferRange{}, gpu::whole(*xb), n,
-                          rows, stride, 1e-6f);  // in place
+            ops->rms_norm(*cl, gpu::whole(*xb), with_w ? gpu::whole(*wb) : gpu::BufferRange{}, gpu::whole(*xb), n, rows,
+                          stride, 1e-6f);  // in place
             cl->end();
             cl->submit_and_wait();
             const std::vector<float> y = download(yb, x.size()), y_inplace = download(*xb, x.size());
@@ -36,7 +36,8 @@ TEST_F(GpuTest, RmsNormMatchesReference) {
                 ref::rms_norm(&x[(size_t)(r * stride)], with_w ? w.data() : nullptr, want.data(), n, 1e-6f);
                 for (int64_t i = 0; i < n; ++i) {
                     const float got = y[(size_t)(r * stride + i)];
-                    ASSERT_NEAR(got, want[(size_t)i], 2e-6 * std::fabs(want[(size_t)i]) + 1e-7) << "n " << n << " row " << r;
+                    ASSERT_NEAR(got, want[(size_t)i], 2e-6 * std::fabs(want[(size_t)i]) + 1e-7)
+                        << "n " << n << " row " << r;
                     ASSERT_EQ(got, y_inplace[(size_t)(r * stride + i)]);
                 }
             }
@@ -49,8 +50,10 @@ TEST_F(GpuTest, RopeMatchesReference) {
         bool neox, factors;
         float freq_scale;
     };
-    const Case cases[] = {{4, 64, 64, false, false, 1.0f}, {3, 128, 128, true, false, 1.0f},
-                          {2, 80, 32, false, false, 0.5f}, {5, 64, 48, true, true, 1.0f}};
+    const Case cases[] = {{4, 64, 64, false, false, 1.0f},
+                          {3, 128, 128, true, false, 1.0f},
+                          {2, 80, 32, false, false, 0.5f},
+                          {5, 64, 48, true, true, 1.0f}};
     const int32_t positions[] = {0, 1, 17, 511, 4095, 32767};
     const int n_rows = (int)(sizeof positions / sizeof positions[0]);
     for (const Case& c : cases) {
@@ -85,8 +88,8 @@ TEST_F(GpuTest, RopeMatchesReference) {
             // anyway: 5e-7 is two ulp of the inputs' scale (|x| < 2). Angles computed on the device (NVIDIA,
             // pos 511: 2.2e-5 off) fail this.
             for (size_t i = 0; i < row; ++i)
-                ASSERT_NEAR(got[r * row + i], want[i], 5e-7) << "head_dim " << c.head_dim << " n_rot " << c.n_rot
-                                                             << " pos " << positions[r] << " i " << i;
+                ASSERT_NEAR(got[r * row + i], want[i], 5e-7)
+                    << "head_dim " << c.head_dim << " n_rot " << c.n_rot << " pos " << positions[r] << " i " << i;
         }
     }
 }

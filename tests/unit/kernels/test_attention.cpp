@@ -110,7 +110,8 @@ TEST(Attention, MatchesDoubleReference) {
     ThreadPool pool(3);
     double worst = 0;
     for (const AttnCase& c : kCases) {
-        KvStore k = make_kv(c.k_type, c.n_cells, c.n_head_kv, c.head_dim, 1), v = make_kv(c.v_type, c.n_cells, c.n_head_kv, c.head_dim, 2);
+        KvStore k = make_kv(c.k_type, c.n_cells, c.n_head_kv, c.head_dim, 1),
+                v = make_kv(c.v_type, c.n_cells, c.n_head_kv, c.head_dim, 2);
         std::vector<float> q = random_floats((size_t)c.n_rows * c.n_head * c.head_dim, 3, -2, 2);
         for (const char* pat : kPatterns) {
             Lists lists = make_lists(pat, c.n_rows, c.n_cells, 4);
@@ -137,7 +138,8 @@ TEST(Attention, MatchesDoubleReference) {
 TEST(Attention, RowAloneEqualsRowInBatch) {
     ThreadPool pool1(1), pool3(3);
     for (const AttnCase& c : kCases) {
-        KvStore k = make_kv(c.k_type, c.n_cells, c.n_head_kv, c.head_dim, 5), v = make_kv(c.v_type, c.n_cells, c.n_head_kv, c.head_dim, 6);
+        KvStore k = make_kv(c.k_type, c.n_cells, c.n_head_kv, c.head_dim, 5),
+                v = make_kv(c.v_type, c.n_cells, c.n_head_kv, c.head_dim, 6);
         std::vector<float> q = random_floats((size_t)c.n_rows * c.n_head * c.head_dim, 7, -2, 2);
         const size_t row = (size_t)c.n_head * c.head_dim;
         for (const char* pat : kPatterns) {

@@ -41,8 +41,8 @@ std::vector<uint8_t> make_weights(GgmlType t, int64_t n_out, int64_t n_in, uint3
 }
 
 // Σ|w·a| of each output (dequantized operands, activations as the reference quantizes them).
-std::vector<double> magnitudes(GgmlType t, const std::vector<uint8_t>& w, const std::vector<float>& x,
-                               int64_t n_out, int64_t n_in, int64_t n_tok) {
+std::vector<double> magnitudes(GgmlType t, const std::vector<uint8_t>& w, const std::vector<float>& x, int64_t n_out,
+                               int64_t n_in, int64_t n_tok) {
     const QuantTraits* tr = quant_traits(t);
     std::vector<float> wd(n_in), ad(n_in);
     std::vector<uint8_t> aq(ggml_row_size(tr->vec_dot_type, n_in));
@@ -94,8 +94,8 @@ TEST(Gemm, EveryTileShapeEqualsOneByOne) {
                         for (int c = 0; c < nc; c++)
                             for (int r = 0; r < nr; r++)
                                 ASSERT_EQ(0, memcmp(&y[c * R + r], &one[c * R + r], 4))
-                                    << ggml_type_name(t) << " " << isa_name(isa) << " n=" << n << " tile " << nr
-                                    << "x" << nc << " r=" << r << " c=" << c;
+                                    << ggml_type_name(t) << " " << isa_name(isa) << " n=" << n << " tile " << nr << "x"
+                                    << nc << " r=" << r << " c=" << c;
                     }
             }
         }
@@ -143,9 +143,9 @@ struct RawCase {
 TEST(Gemm, RawWeightBytesMatchReference) {
     ThreadPool pool(1);
     std::mt19937 rng(5);
-    const RawCase cases[] = {{GgmlType::Q4_0, {0}}, {GgmlType::Q4_1, {0, 2}}, {GgmlType::Q5_0, {0}},
-                             {GgmlType::Q5_1, {0, 2}}, {GgmlType::Q8_0, {0}}, {GgmlType::Q4_K, {0, 2}},
-                             {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}}, {GgmlType::Q2_K, {80, 82}},
+    const RawCase cases[] = {{GgmlType::Q4_0, {0}},    {GgmlType::Q4_1, {0, 2}}, {GgmlType::Q5_0, {0}},
+                             {GgmlType::Q5_1, {0, 2}}, {GgmlType::Q8_0, {0}},    {GgmlType::Q4_K, {0, 2}},
+                             {GgmlType::Q5_K, {0, 2}}, {GgmlType::Q6_K, {208}},  {GgmlType::Q2_K, {80, 82}},
                              {GgmlType::Q3_K, {108}}};
     for (Isa isa : all_isas()) {
         IsaScope scope(isa);

@@ -62,9 +62,8 @@ TEST(GemmFloat, ExactInputsGiveTheExactDotProduct) {
                     for (int64_t r = 0; r < n_out; r++) {
                         double exact = 0;
                         for (int64_t i = 0; i < n_in; i++) exact += (double)wf[r * n_in + i] * x[c * n_in + i];
-                        ASSERT_EQ((double)y[c * n_out + r], exact)
-                            << ggml_type_name(t) << " " << isa_name(isa) << " n_in=" << n_in << " r=" << r
-                            << " c=" << c;
+                        ASSERT_EQ((double)y[c * n_out + r], exact) << ggml_type_name(t) << " " << isa_name(isa)
+                                                                   << " n_in=" << n_in << " r=" << r << " c=" << c;
                     }
             }
     }

@@ -23,10 +23,10 @@ using test::IsaScope;
 using test::random_floats;
 
 const GgmlType kKvTypes[] = {
-    GgmlType::F32,    GgmlType::F16,       GgmlType::BF16,      GgmlType::Q8_0,       GgmlType::Q4_0,
-    GgmlType::Q4_1,   GgmlType::Q5_0,      GgmlType::Q5_1,      GgmlType::TURBO2,     GgmlType::TURBO3,
-    GgmlType::TURBO4, GgmlType::TURBO2_64, GgmlType::TURBO3_64, GgmlType::TURBO4_64,  GgmlType::TURBO2_TCQ,
-    GgmlType::TURBO3_TCQ,
+    GgmlType::F32,       GgmlType::F16,       GgmlType::BF16,       GgmlType::Q8_0,
+    GgmlType::Q4_0,      GgmlType::Q4_1,      GgmlType::Q5_0,       GgmlType::Q5_1,
+    GgmlType::TURBO2,    GgmlType::TURBO3,    GgmlType::TURBO4,     GgmlType::TURBO2_64,
+    GgmlType::TURBO3_64, GgmlType::TURBO4_64, GgmlType::TURBO2_TCQ, GgmlType::TURBO3_TCQ,
 };
 
 // One layer's K or V for n_cells cells of n_head_kv heads, each head zero-padded and quantized as the
@@ -101,11 +101,15 @@ double error_bound(GgmlType t) {
         case GgmlType::F16: return 1e-3;
         case GgmlType::BF16: return 5e-3;
         case GgmlType::Q8_0: return 1e-2;
-        case GgmlType::Q5_0: case GgmlType::Q5_1: return 0.075;
-        case GgmlType::Q4_0: case GgmlType::Q4_1: return 0.16;
-        case GgmlType::TURBO4: case GgmlType::TURBO4_64: return 0.27;
+        case GgmlType::Q5_0:
+        case GgmlType::Q5_1: return 0.075;
+        case GgmlType::Q4_0:
+        case GgmlType::Q4_1: return 0.16;
+        case GgmlType::TURBO4:
+        case GgmlType::TURBO4_64: return 0.27;
         case GgmlType::TURBO3_TCQ: return 0.34;
-        case GgmlType::TURBO3: case GgmlType::TURBO3_64: return 0.52;
+        case GgmlType::TURBO3:
+        case GgmlType::TURBO3_64: return 0.52;
         case GgmlType::TURBO2_TCQ: return 0.65;
         default: return 0.82;  // turbo2, turbo2_64
     }
@@ -134,8 +138,8 @@ TEST(KvAttention, EveryTypeMatchesReferenceOnEveryIsa) {
                 std::vector<float> got(s.q.size(), NAN);
                 attention(pool, s.args(k, v, got.data()));
                 for (size_t i = 0; i < got.size(); i++)
-                    ASSERT_NEAR(got[i], want[i], 2e-5) << ggml_type_name(t) << " " << isa_name(isa) << " hd " << hd
-                                                       << " i " << i;
+                    ASSERT_NEAR(got[i], want[i], 2e-5)
+                        << ggml_type_name(t) << " " << isa_name(isa) << " hd " << hd << " i " << i;
             }
         }
     }
@@ -144,8 +148,10 @@ TEST(KvAttention, EveryTypeMatchesReferenceOnEveryIsa) {
 TEST(KvAttention, MixedKAndVTypes) {
     ThreadPool pool(2);
     AttnSetup s(64);
-    const GgmlType pairs[][2] = {{GgmlType::Q8_0, GgmlType::TURBO3},     {GgmlType::TURBO3, GgmlType::F16},
-                                 {GgmlType::TURBO3_TCQ, GgmlType::TURBO2_TCQ}, {GgmlType::TURBO4_64, GgmlType::TURBO3},
+    const GgmlType pairs[][2] = {{GgmlType::Q8_0, GgmlType::TURBO3},
+                                 {GgmlType::TURBO3, GgmlType::F16},
+                                 {GgmlType::TURBO3_TCQ, GgmlType::TURBO2_TCQ},
+                                 {GgmlType::TURBO4_64, GgmlType::TURBO3},
                                  {GgmlType::TURBO2, GgmlType::Q4_0}};
     for (const auto& p : pairs) {
         const KvStore k = make_kv(p[0], s.kf, s.n_cells, s.n_head_kv, 64);
@@ -157,8 +163,8 @@ TEST(KvAttention, MixedKAndVTypes) {
             std::vector<float> got(s.q.size(), NAN);
             attention(pool, s.args(k, v, got.data()));
             for (size_t i = 0; i < got.size(); i++)
-                ASSERT_NEAR(got[i], want[i], 2e-5) << ggml_type_name(p[0]) << "/" << ggml_type_name(p[1]) << " "
-                                                   << isa_name(isa);
+                ASSERT_NEAR(got[i], want[i], 2e-5)
+                    << ggml_type_name(p[0]) << "/" << ggml_type_name(p[1]) << " " << isa_name(isa);
         }
     }
 }
@@ -183,7 +189,8 @@ TEST(KvAttention, IsaPrimitivesMatchScalar) {
             std::vector<float> got(n, NAN);
             ops.decode(row.data(), got.data(), n);
             for (int i = 0; i < n; i++)  // decoders compute the same products; fma may round once less
-                ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::fabs(want[i]))) << ggml_type_name(t) << " " << isa_name(isa) << " i " << i;
+                ASSERT_NEAR(got[i], want[i], 1e-6 * (1 + std::fabs(want[i])))
+                    << ggml_type_name(t) << " " << isa_name(isa) << " i " << i;
         }
     }
 }
@@ -195,7 +202,8 @@ TEST(KvAttention, IsaTileKernelsMatchScalar) {
     for (int n : {16, 64, 72, 100, 256})
         for (int nt : {1, 7, 16, 19, kAttnTile})
             for (int nh : {1, 3, 4, 7}) {
-                const std::vector<float> q = random_floats((size_t)nh * n, 23), p = random_floats((size_t)nh * kAttnTile, 25, 0, 1);
+                const std::vector<float> q = random_floats((size_t)nh * n, 23),
+                                         p = random_floats((size_t)nh * kAttnTile, 25, 0, 1);
                 std::vector<float> corr = random_floats(nh, 27, 0, 1);  // the online softmax's rescale
                 corr[0] = 1.0f;
                 const std::vector<float> heads = random_floats((size_t)nt * n, 24);
@@ -245,7 +253,9 @@ TEST(KvAttention, IsaSoftmaxStepMatchesScalar) {
                     ASSERT_NEAR(c[i], c_ref[i], 3e-7 * c_ref[i]) << at;
                     ASSERT_NEAR(l[i], l_ref[i], 1e-6 * l_ref[i]) << at;
                     for (int k = 0; k < nt; k++)
-                        ASSERT_NEAR(s[i * kAttnTile + k], s_ref[i * kAttnTile + k], 3e-7 * s_ref[i * kAttnTile + k] + 1e-38f) << at;
+                        ASSERT_NEAR(s[i * kAttnTile + k], s_ref[i * kAttnTile + k],
+                                    3e-7 * s_ref[i * kAttnTile + k] + 1e-38f)
+                            << at;
                     std::vector<float> s1(s0.begin() + i * kAttnTile, s0.begin() + (i + 1) * kAttnTile);
                     float m1 = m0[i], l1 = l0[i], c1;
                     mth.softmax(s1.data(), 1, nt, 0.7f, &m1, &l1, &c1);
@@ -268,7 +278,8 @@ TEST(KvAttention, FusedTileKernelsEqualDecodeThenF32) {
         const std::vector<float> x = random_floats((size_t)nt * n, 31);
         std::vector<uint8_t> rows(hb * nt);
         for (int c = 0; c < nt; c++) quant_traits(t)->quantize_row(x.data() + (size_t)c * n, rows.data() + c * hb, n);
-        const std::vector<float> q = random_floats((size_t)nh * n, 32), p = random_floats((size_t)nh * kAttnTile, 33, 0, 1);
+        const std::vector<float> q = random_floats((size_t)nh * n, 32),
+                                 p = random_floats((size_t)nh * kAttnTile, 33, 0, 1);
         const std::vector<float> corr = random_floats(nh, 35, 0, 1);
         for (Isa isa : all_isas()) {
             IsaScope scope(isa);
@@ -289,8 +300,10 @@ TEST(KvAttention, FusedTileKernelsEqualDecodeThenF32) {
             m.score(q.data(), nh, n, f32.data(), nt, s2.data());
             ops.accum(a1.data(), nh, n, corr.data(), p.data(), raw.data(), nt);
             m.accum(a2.data(), nh, n, corr.data(), p.data(), f32.data(), nt);
-            EXPECT_EQ(0, memcmp(s1.data(), s2.data(), s1.size() * sizeof(float))) << ggml_type_name(t) << " " << isa_name(isa);
-            EXPECT_EQ(0, memcmp(a1.data(), a2.data(), a1.size() * sizeof(float))) << ggml_type_name(t) << " " << isa_name(isa);
+            EXPECT_EQ(0, memcmp(s1.data(), s2.data(), s1.size() * sizeof(float)))
+                << ggml_type_name(t) << " " << isa_name(isa);
+            EXPECT_EQ(0, memcmp(a1.data(), a2.data(), a1.size() * sizeof(float)))
+                << ggml_type_name(t) << " " << isa_name(isa);
         }
     }
     // f16, bf16, q8_0 and six scalar turbo types have fused kernels on every SIMD ISA this CPU runs

@@ -90,7 +90,8 @@ struct RotSetup {
 
 double rel_rms(const std::vector<float>& got, const std::vector<float>& want) {
     double e = 0, n = 0;
-    for (size_t i = 0; i < got.size(); i++) e += (double)(got[i] - want[i]) * (got[i] - want[i]), n += (double)want[i] * want[i];
+    for (size_t i = 0; i < got.size(); i++)
+        e += (double)(got[i] - want[i]) * (got[i] - want[i]), n += (double)want[i] * want[i];
     return std::sqrt(e / n);
 }
 
@@ -128,9 +129,12 @@ TEST(KvRotation, RotatedLegacyTypesMatchReference) {
         RotSetup s(hd, true);
         for (GgmlType t : kLegacy) {
             const Store pairs[][2] = {
-                {make_store(t, rot, s.k, s.n_cells, s.n_head_kv, hd), make_store(t, rot, s.v, s.n_cells, s.n_head_kv, hd)},
-                {make_store(t, rot, s.k, s.n_cells, s.n_head_kv, hd), make_store(GgmlType::TURBO3, 0, s.v, s.n_cells, s.n_head_kv, hd)},
-                {make_store(GgmlType::F16, 0, s.k, s.n_cells, s.n_head_kv, hd), make_store(t, rot, s.v, s.n_cells, s.n_head_kv, hd)},
+                {make_store(t, rot, s.k, s.n_cells, s.n_head_kv, hd),
+                 make_store(t, rot, s.v, s.n_cells, s.n_head_kv, hd)},
+                {make_store(t, rot, s.k, s.n_cells, s.n_head_kv, hd),
+                 make_store(GgmlType::TURBO3, 0, s.v, s.n_cells, s.n_head_kv, hd)},
+                {make_store(GgmlType::F16, 0, s.k, s.n_cells, s.n_head_kv, hd),
+                 make_store(t, rot, s.v, s.n_cells, s.n_head_kv, hd)},
             };
             for (const auto& p : pairs) {
                 std::vector<float> want(s.q.size());

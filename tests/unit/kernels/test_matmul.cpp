@@ -10,8 +10,8 @@
 
 #include "base/fp16.h"
 #include "kernels/kernels.h"
-#include "quant/blocks.h"
 #include "kernels_test_util.h"
+#include "quant/blocks.h"
 
 namespace bee {
 namespace {
@@ -22,9 +22,9 @@ using test::random_floats;
 
 struct TypeCase {
     GgmlType type;
-    double ref_tol;   // |ref - exact| <= ref_tol * Σ|w·a| (exact: double dot of the dequantized operands)
-    double fast_tol;  // |fast - ref| <= fast_tol * Σ|w·a| (float reassociation inside the SIMD dot)
-    double quant_rel; // rms(ref - x·w) / rms(x·w) of the unquantized product: quantization sanity
+    double ref_tol;    // |ref - exact| <= ref_tol * Σ|w·a| (exact: double dot of the dequantized operands)
+    double fast_tol;   // |fast - ref| <= fast_tol * Σ|w·a| (float reassociation inside the SIMD dot)
+    double quant_rel;  // rms(ref - x·w) / rms(x·w) of the unquantized product: quantization sanity
 };
 
 // note: measured worst cases on 37x512 (x5 tokens): ref vs exact <= 2.4e-8, fast vs ref <= 4.7e-8; the
@@ -39,12 +39,12 @@ const TypeCase kTypes[] = {
 
 struct Problem {
     int64_t n_out, n_in, n_tok;
-    std::vector<float> w_f, x;    // (n_out, n_in), (n_tok, n_in)
-    std::vector<uint8_t> w;       // (n_out, row bytes) in the weight type
-    std::vector<float> w_deq;     // (n_out, n_in) dequantized weights
-    std::vector<float> a_deq;     // (n_tok, n_in) activations as vec_dot sees them
-    std::vector<double> a_fix;    // (n_tok, n_in / 32) Q8_1 only: s - d·Σq, the fp16 rounding of s
-    std::vector<double> w_min;    // (n_out, n_in / 32) Q4_1/Q5_1 only: block min m
+    std::vector<float> w_f, x;  // (n_out, n_in), (n_tok, n_in)
+    std::vector<uint8_t> w;     // (n_out, row bytes) in the weight type
+    std::vector<float> w_deq;   // (n_out, n_in) dequantized weights
+    std::vector<float> a_deq;   // (n_tok, n_in) activations as vec_dot sees them
+    std::vector<double> a_fix;  // (n_tok, n_in / 32) Q8_1 only: s - d·Σq, the fp16 rounding of s
+    std::vector<double> w_min;  // (n_out, n_in / 32) Q4_1/Q5_1 only: block min m
 };
 
 // Q4_1 and Q5_1 dot with Q8_1 as m·s + d_w·d_a·Σ q_w·q_a, where s = fp16(d_a·Σq_a): the exact value of

@@ -30,11 +30,12 @@ TEST(MatmulShared, EqualsSeparateMatmulsBitForBit) {
     const int64_t n_in = 512, n_tok = 5;
     const int64_t n_outs[3] = {40, 16, 23};
     const std::vector<float> x = random_floats((size_t)(n_tok * n_in), 3, -2, 2);
-    const std::vector<std::vector<GgmlType>> groups = {
-        {GgmlType::Q4_0, GgmlType::Q4_0, GgmlType::Q4_0},  // q/k/v of one type: shared
-        {GgmlType::Q4_K, GgmlType::Q6_K},                  // gate/up of a K-quant mix
-        {GgmlType::Q4_0, GgmlType::Q8_0, GgmlType::F16},   // different activation formats
-        {GgmlType::F16, GgmlType::BF16}};
+    const std::vector<std::vector<GgmlType>> groups = {{GgmlType::Q4_0, GgmlType::Q4_0,
+                                                        GgmlType::Q4_0},                  // q/k/v of one type: shared
+                                                       {GgmlType::Q4_K, GgmlType::Q6_K},  // gate/up of a K-quant mix
+                                                       {GgmlType::Q4_0, GgmlType::Q8_0,
+                                                        GgmlType::F16},  // different activation formats
+                                                       {GgmlType::F16, GgmlType::BF16}};
     for (Isa isa : all_isas()) {
         IsaScope scope(isa);
         for (const std::vector<GgmlType>& types : groups)

@@ -153,8 +153,9 @@ void check_unary(const char* name, Op op, Ref ref_op, Want want_fn, Tol tol, flo
 
 TEST(Activations, SiluMatchesDouble) {
     // bound: exp within 2 ulp, one add, one divide: 1e-6 relative
-    check_unary("silu", silu, ref::silu, [](double x) { return x / (1 + std::exp(-x)); },
-                [](float, double w) { return 1e-6 * std::fabs(w) + 1e-37; }, -60, 60);
+    check_unary(
+        "silu", silu, ref::silu, [](double x) { return x / (1 + std::exp(-x)); },
+        [](float, double w) { return 1e-6 * std::fabs(w) + 1e-37; }, -60, 60);
 }
 
 TEST(Activations, GeluTanhMatchesDouble) {
@@ -163,9 +164,10 @@ TEST(Activations, GeluTanhMatchesDouble) {
     auto want = [u_of](double x) { return x / (1 + std::exp(-2 * u_of(x))); };
     // bound: relative 1e-6, plus the float rounding of 2u (moves exp(-2u) by |2u|·2^-24 relative), plus
     // |x|·3e-7 absolute: the reference's 1 + tanhf(u) cancels for x << 0 (measured: 1.2e-7·|x|)
-    check_unary("gelu", gelu_tanh, ref::gelu_tanh, want,
-                [u_of](float x, double w) { return (1e-6 + 1.2e-7 * std::fabs(u_of(x))) * std::fabs(w) + 3e-7 * std::fabs(x); },
-                -12, 12);
+    check_unary(
+        "gelu", gelu_tanh, ref::gelu_tanh, want,
+        [u_of](float x, double w) { return (1e-6 + 1.2e-7 * std::fabs(u_of(x))) * std::fabs(w) + 3e-7 * std::fabs(x); },
+        -12, 12);
 }
 
 // The fused gated activations give exactly the bits of the activation pass followed by mul().
@@ -179,7 +181,8 @@ TEST(Activations, GatedFormsEqualActivationThenMul) {
                 if (gelu) gelu_tanh_mul(fused.data(), y.data(), n), gelu_tanh(want.data(), n);
                 else silu_mul(fused.data(), y.data(), n), silu(want.data(), n);
                 mul(want.data(), y.data(), n);
-                ASSERT_EQ(0, memcmp(fused.data(), want.data(), n * sizeof(float))) << isa_name(isa) << " n=" << n << " gelu=" << gelu;
+                ASSERT_EQ(0, memcmp(fused.data(), want.data(), n * sizeof(float)))
+                    << isa_name(isa) << " n=" << n << " gelu=" << gelu;
             }
         }
     }

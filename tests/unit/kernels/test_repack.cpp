@@ -23,9 +23,8 @@ using test::all_isas;
 using test::IsaScope;
 using test::random_floats;
 
-const GgmlType kRepackTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1,
-                                 GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K,
-                                 GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kRepackTypes[] = {GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
+                                 GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 bool is_k(GgmlType t) { return ggml_type_info(t).block_size == 256; }
 
@@ -157,7 +156,8 @@ TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
                 const GemmKernel* plain = gemm_kernel_for(t);
                 ASSERT_TRUE(packed && plain && packed->locate) << isa_name(isa);
                 const int R = packed->max_rows, C = packed->max_cols;
-                const int64_t n_out = 32;  // tiles at rows R and 3R: group 1, or (R = 8) the second halves of groups 0 and 1
+                const int64_t n_out =
+                    32;  // tiles at rows R and 3R: group 1, or (R = 8) the second halves of groups 0 and 1
                 const std::vector<uint8_t> w = make_weights(t, n_out, n, 70 + (uint32_t)n, false);
                 const RepackedWeight r = repack_weight(t, w.data(), n_out, n);
                 const std::vector<float> x = random_floats(C * n, 12 + (uint32_t)n, -2, 2);
@@ -173,7 +173,8 @@ TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
                     std::vector<float> one(R * C);  // (C, R): rows o0.. one by one, GGUF layout
                     for (int c = 0; c < C; c++)
                         for (int o = 0; o < R; o++)
-                            plain->tile(n, w.data() + (o0 + o) * w_row, w_row, a + c * a_row, a_row, 1, 1, &one[c * R + o], R);
+                            plain->tile(n, w.data() + (o0 + o) * w_row, w_row, a + c * a_row, a_row, 1, 1,
+                                        &one[c * R + o], R);
                     const uint8_t* wt;
                     size_t ws;
                     packed->locate(r.data.get(), n_out, n, o0, &wt, &ws);
@@ -188,7 +189,8 @@ TEST(Repack, EveryRows16TileShapeEqualsGgufOneByOne) {
                                             << ggml_type_name(t) << " " << path.name() << " n=" << n << " rows " << o0
                                             << " tile " << nr << "x" << nc << " o=" << o << " c=" << c;
                                     } else {
-                                        ASSERT_TRUE(std::isnan(y[c * R + o])) << "tile wrote outside " << nr << "x" << nc;
+                                        ASSERT_TRUE(std::isnan(y[c * R + o]))
+                                            << "tile wrote outside " << nr << "x" << nc;
                                     }
                                 }
                         }
@@ -256,8 +258,8 @@ TEST(Repack, Avx2TilesDoNotSaturate) {
                         else matmul(pool, t, w.data(), n_out, n_in, x.data(), n_tok, got.data());
                         for (size_t i = 0; i < got.size(); i++)
                             ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i])))
-                                << ggml_type_name(t) << " fill " << (int)fill << " sign " << sign << " packed " << packed
-                                << " vnni " << vnni;
+                                << ggml_type_name(t) << " fill " << (int)fill << " sign " << sign << " packed "
+                                << packed << " vnni " << vnni;
                     }
                 }
             }

@@ -209,8 +209,10 @@ std::vector<std::vector<float>> edge_rows() {
         fill(r);
         rows.push_back(r);
     };
-    add([](std::vector<float>&) {});                                               // all zeros
-    add([](std::vector<float>& r) { for (float& x : r) x = -0.0f; });                // negative zeros
+    add([](std::vector<float>&) {});  // all zeros
+    add([](std::vector<float>& r) {
+        for (float& x : r) x = -0.0f;
+    });                              // negative zeros
     add([](std::vector<float>& r) {  // exact .5 ties: with absmax 127 the scale is 1 (Q8_0) / -1 (Q8_K)
         for (size_t i = 0; i < r.size(); ++i) r[i] = (float)((int)(i % 255) - 127) + ((i % 3) ? 0.5f : 0.0f);
         for (size_t b = 0; b < r.size(); b += 32) r[b + 5] = (b / 32) % 2 ? 127.0f : -127.0f;
@@ -321,7 +323,8 @@ TEST(QuantizeActivationAvx2, BytesMatchReferenceNearTies) {
             quant_traits(t)->quantize_row(x.data(), want.data(), n);
             for (const auto& [isa, fast] : fast_quantizers(t)) {
                 fast(x.data(), got.data(), n);
-                ASSERT_EQ(memcmp(want.data(), got.data(), bytes), 0) << isa << " " << ggml_type_name(t) << " rep " << rep;
+                ASSERT_EQ(memcmp(want.data(), got.data(), bytes), 0)
+                    << isa << " " << ggml_type_name(t) << " rep " << rep;
             }
         }
     }

@@ -86,23 +86,23 @@ TEST(KvCache, AllocTakesLowestFreeCellsAndFreeReleasesThem) {
 TEST(KvCache, CellEndTracksTheHighestUsedCell) {
     KvCache kv(small_params(64));
     EXPECT_EQ(kv.cell_end(), 0);
-    alloc_seq(kv, 0, 0, 5);   // cells 0-4
-    alloc_seq(kv, 1, 0, 3);   // cells 5-7
+    alloc_seq(kv, 0, 0, 5);  // cells 0-4
+    alloc_seq(kv, 1, 0, 3);  // cells 5-7
     EXPECT_EQ(kv.cell_end(), 8);
-    kv.seq_rm(0, 2, 4);       // a hole in the middle: the bound stays
+    kv.seq_rm(0, 2, 4);  // a hole in the middle: the bound stays
     EXPECT_EQ(kv.cell_end(), 8);
     EXPECT_EQ(positions(kv, 0), (std::vector<int32_t>{0, 1, 4}));
-    kv.seq_rm(1, 1, -1);      // cells 6-7 go: the bound falls to the highest used cell
+    kv.seq_rm(1, 1, -1);  // cells 6-7 go: the bound falls to the highest used cell
     EXPECT_EQ(kv.cell_end(), 6);
     EXPECT_EQ(kv.seq_pos_max(1), 0);
-    alloc_seq(kv, 1, 1, 3);   // refills 2, 3, then 6
+    alloc_seq(kv, 1, 1, 3);  // refills 2, 3, then 6
     EXPECT_EQ(kv.cell_end(), 7);
     EXPECT_EQ(positions(kv, 1), (std::vector<int32_t>{0, 1, 2, 3}));
     EXPECT_EQ(kv.seq_n_cells(1), 4);
     const int32_t top = 6;
     kv.free_cells(&top, 1);
     EXPECT_EQ(kv.cell_end(), 6);
-    kv.seq_keep(0);           // cells 0, 1, 4 of sequence 0 remain
+    kv.seq_keep(0);  // cells 0, 1, 4 of sequence 0 remain
     EXPECT_EQ(kv.cell_end(), 5);
     EXPECT_EQ(kv.seq_pos_min(0), 0);
     EXPECT_EQ(kv.seq_pos_max(0), 4);
@@ -190,8 +190,8 @@ TEST(KvCache, SeqShiftMovesPositionsAndRecordsRotation) {
     EXPECT_EQ(delta[c[3]], 10);
     EXPECT_EQ(delta[c[0]], 0);
     EXPECT_FALSE(kv.take_shifts(delta));  // consumed
-    kv.seq_shift(0, 4, -1, -3);  // 4, 5, 12, 13 -> 1, 2, 9, 10
-    kv.seq_shift(0, 9, 11, 1);   // 9, 10 -> 10, 11: deltas of one cell add up
+    kv.seq_shift(0, 4, -1, -3);           // 4, 5, 12, 13 -> 1, 2, 9, 10
+    kv.seq_shift(0, 9, 11, 1);            // 9, 10 -> 10, 11: deltas of one cell add up
     ASSERT_TRUE(kv.take_shifts(delta));
     EXPECT_EQ(delta[c[2]], -2);
     EXPECT_EQ(delta[c[4]], -3);

@@ -98,7 +98,9 @@ TEST(KvLayers, WriteReadUsesTheLayersType) {
 }
 
 TEST(KvLayers, BadPerLayerTypesAreRefused) {
-    EXPECT_NE(error_of([] { KvCache kv(layer_params({GgmlType::Q8_0})); }).find("1 per-layer V types given for 4 layers"),
+    EXPECT_NE(error_of([] {
+                  KvCache kv(layer_params({GgmlType::Q8_0}));
+              }).find("1 per-layer V types given for 4 layers"),
               std::string::npos);
     std::vector<GgmlType> bad = kBoundary1;
     bad[2] = GgmlType::Q6_K;
@@ -109,8 +111,7 @@ TEST(KvLayers, BoundaryRulePromotesFirstAndLastLayers) {
     std::string why;
     const std::vector<GgmlType> t = kv_v_layer_types(GgmlType::TURBO3, 6, 2, &why);
     ASSERT_EQ(t.size(), 6u);
-    for (int il = 0; il < 6; il++)
-        EXPECT_EQ(t[il], il < 2 || il >= 4 ? GgmlType::Q8_0 : GgmlType::TURBO3) << il;
+    for (int il = 0; il < 6; il++) EXPECT_EQ(t[il], il < 2 || il >= 4 ? GgmlType::Q8_0 : GgmlType::TURBO3) << il;
     EXPECT_NE(why.find("first and last 2"), std::string::npos) << why;
     // A count past half the layers promotes every layer; 0 and non-turbo V types promote none.
     for (GgmlType x : kv_v_layer_types(GgmlType::TURBO2_TCQ, 5, 9, &why)) EXPECT_EQ(x, GgmlType::Q8_0);
@@ -185,7 +186,9 @@ TEST(KvLayers, SlotStateRecordsPerLayerTypes) {
     EXPECT_NE(e.find("--kv-boundary-layers"), std::string::npos) << e;
     const SeqState ust = seq_state_export(uniform, 0);
     EXPECT_TRUE(ust.v_layers.empty());
-    EXPECT_NE(error_of([&] { seq_state_check(kv, ust, "KV state import"); }).find("layer 0 of the state has V type turbo3"),
+    EXPECT_NE(error_of([&] {
+                  seq_state_check(kv, ust, "KV state import");
+              }).find("layer 0 of the state has V type turbo3"),
               std::string::npos);
     // A damaged per-layer count (checksum recomputed, so the header check must catch it) is refused.
     std::string bytes;
@@ -200,7 +203,8 @@ TEST(KvLayers, SlotStateRecordsPerLayerTypes) {
     const uint64_t sum = XXH3_64bits(bytes.data(), bytes.size() - 8);
     memcpy(bytes.data() + bytes.size() - 8, &sum, 8);
     std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), (std::streamsize)bytes.size());
-    EXPECT_NE(error_of([&] { seq_file_read(path, &n_read); }).find("5 per-layer V layouts for 4 layers"), std::string::npos);
+    EXPECT_NE(error_of([&] { seq_file_read(path, &n_read); }).find("5 per-layer V layouts for 4 layers"),
+              std::string::npos);
     // A uniform state round-trips through the file with no per-layer entries.
     seq_file_write(path, SeqFile{"tag", {}, ust});
     EXPECT_TRUE(seq_file_read(path, &n_read).state.v_layers.empty());

@@ -54,7 +54,7 @@ TEST(KvPartitions, TreeCommitKeepsRowOrder) {
 }
 
 TEST(KvPartitions, BadCountsAreRefused) {
-    EXPECT_THROW(KvCache{params(4, 5)}, Error);   // more ranges than cells
+    EXPECT_THROW(KvCache{params(4, 5)}, Error);  // more ranges than cells
     EXPECT_THROW(KvCache{params(128, 0)}, Error);
     EXPECT_THROW(KvCache{params(128, kMaxSequences + 1)}, Error);
 }

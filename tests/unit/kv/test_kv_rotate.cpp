@@ -79,8 +79,8 @@ TEST(KvRotate, GroupPerTypeAndHeadSize) {
         EXPECT_EQ(kv_rot_group(t, 80, true), 0) << ggml_type_name(t);  // not a multiple of 64: stored plain
         EXPECT_EQ(kv_rot_group(t, 128, false), 0) << ggml_type_name(t);
     }
-    for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::TURBO3, GgmlType::TURBO4_64,
-                       GgmlType::TURBO3_TCQ})
+    for (GgmlType t :
+         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::TURBO3, GgmlType::TURBO4_64, GgmlType::TURBO3_TCQ})
         EXPECT_EQ(kv_rot_group(t, 128, true), 0) << ggml_type_name(t);  // turbo rotates inside its format
     KvCache kv(rot_params(GgmlType::Q8_0, 3, 64, true));
     EXPECT_EQ(kv.k_rot_group(), 64);
@@ -139,7 +139,8 @@ TEST(KvRotate, StateCarriesRotation) {
     int32_t cells[2];
     ASSERT_TRUE(a.alloc(2, pos, seq, cells));
     for (int il = 0; il < 2; il++)
-        for (int i = 0; i < 2; i++) a.write_k(il, cells[i], x.data() + i * 192), a.write_v(il, cells[i], x.data() + i * 192);
+        for (int i = 0; i < 2; i++)
+            a.write_k(il, cells[i], x.data() + i * 192), a.write_v(il, cells[i], x.data() + i * 192);
     const SeqState st = seq_state_export(a, 0);
     EXPECT_EQ(st.rot_k, 64);
     EXPECT_EQ(st.rot_v, 64);

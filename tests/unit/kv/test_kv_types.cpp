@@ -29,14 +29,26 @@ KvCacheParams heads_params(GgmlType k, GgmlType v, int n_head_kv, int head_dim) 
 
 // Bytes of one cell's K row, per layer: SmolLM2 (3 KV heads x 64) and Gemma 3 270M (1 x 256) shapes.
 TEST(KvTypes, RowBytesPadHeadsToWholeBlocks) {
-    struct Case { GgmlType t; int heads, hd; size_t bytes; };
+    struct Case {
+        GgmlType t;
+        int heads, hd;
+        size_t bytes;
+    };
     const Case cases[] = {
-        {GgmlType::F16, 3, 64, 384},        {GgmlType::BF16, 3, 64, 384},     {GgmlType::Q8_0, 3, 64, 3 * 68},
-        {GgmlType::Q4_0, 3, 64, 3 * 36},    {GgmlType::Q5_1, 3, 64, 3 * 48},
+        {GgmlType::F16, 3, 64, 384},
+        {GgmlType::BF16, 3, 64, 384},
+        {GgmlType::Q8_0, 3, 64, 3 * 68},
+        {GgmlType::Q4_0, 3, 64, 3 * 36},
+        {GgmlType::Q5_1, 3, 64, 3 * 48},
         {GgmlType::TURBO3, 3, 64, 3 * 50},  // 64 padded to one 128-group: 3.125 bits per padded value
-        {GgmlType::TURBO3_64, 3, 64, 3 * 26}, {GgmlType::TURBO2_64, 3, 64, 3 * 18}, {GgmlType::TURBO4_64, 3, 64, 3 * 34},
-        {GgmlType::TURBO2_TCQ, 3, 64, 3 * 36}, {GgmlType::TURBO3, 1, 256, 100},  {GgmlType::TURBO4, 1, 256, 132},
-        {GgmlType::TURBO3_TCQ, 1, 256, 104}, {GgmlType::Q4_1, 1, 80, 3 * 20},  // 80 -> 96: three q4_1 blocks
+        {GgmlType::TURBO3_64, 3, 64, 3 * 26},
+        {GgmlType::TURBO2_64, 3, 64, 3 * 18},
+        {GgmlType::TURBO4_64, 3, 64, 3 * 34},
+        {GgmlType::TURBO2_TCQ, 3, 64, 3 * 36},
+        {GgmlType::TURBO3, 1, 256, 100},
+        {GgmlType::TURBO4, 1, 256, 132},
+        {GgmlType::TURBO3_TCQ, 1, 256, 104},
+        {GgmlType::Q4_1, 1, 80, 3 * 20},  // 80 -> 96: three q4_1 blocks
     };
     for (const Case& c : cases) {
         KvCache kv(heads_params(c.t, GgmlType::F16, c.heads, c.hd));
@@ -47,9 +59,9 @@ TEST(KvTypes, RowBytesPadHeadsToWholeBlocks) {
 
 // write_k then read_k gives back each head within the type's error; padding never leaks across heads.
 TEST(KvTypes, WriteReadRoundTripPerHead) {
-    const GgmlType types[] = {GgmlType::F32,    GgmlType::F16,       GgmlType::BF16,       GgmlType::Q8_0,
-                              GgmlType::Q4_0,   GgmlType::Q4_1,      GgmlType::Q5_0,       GgmlType::Q5_1,
-                              GgmlType::TURBO2, GgmlType::TURBO3,    GgmlType::TURBO4,     GgmlType::TURBO2_64,
+    const GgmlType types[] = {GgmlType::F32,       GgmlType::F16,       GgmlType::BF16,       GgmlType::Q8_0,
+                              GgmlType::Q4_0,      GgmlType::Q4_1,      GgmlType::Q5_0,       GgmlType::Q5_1,
+                              GgmlType::TURBO2,    GgmlType::TURBO3,    GgmlType::TURBO4,     GgmlType::TURBO2_64,
                               GgmlType::TURBO3_64, GgmlType::TURBO4_64, GgmlType::TURBO2_TCQ, GgmlType::TURBO3_TCQ};
     std::mt19937 rng(3);
     std::normal_distribution<float> nd;
@@ -57,7 +69,8 @@ TEST(KvTypes, WriteReadRoundTripPerHead) {
         for (int hd : {64, 96}) {
             KvCache kv(heads_params(t, t, 3, hd));
             std::vector<float> x(3 * hd), y(3 * hd, NAN);
-            for (size_t i = 0; i < x.size(); i++) x[i] = nd(rng) * (1 + (float)(i / hd) * 10);  // heads of different scale
+            for (size_t i = 0; i < x.size(); i++)
+                x[i] = nd(rng) * (1 + (float)(i / hd) * 10);  // heads of different scale
             kv.write_k(1, 5, x.data());
             kv.read_k(1, 5, y.data());
             for (int h = 0; h < 3; h++) {
@@ -81,8 +94,8 @@ TEST(KvTypes, WriteReadRoundTripPerHead) {
 // the block norms differ, and the decoded V rows keep the input's component along itself (projection ~1)
 // where K's, with the spec's plain norm correction, is shrunk to ~sqrt(1 - D).
 TEST(KvTypes, TurboVIsStoredUnshrunk) {
-    const GgmlType types[] = {GgmlType::TURBO2, GgmlType::TURBO3, GgmlType::TURBO4, GgmlType::TURBO3_64,
-                              GgmlType::TURBO2_TCQ, GgmlType::TURBO3_TCQ};
+    const GgmlType types[] = {GgmlType::TURBO2,    GgmlType::TURBO3,     GgmlType::TURBO4,
+                              GgmlType::TURBO3_64, GgmlType::TURBO2_TCQ, GgmlType::TURBO3_TCQ};
     std::mt19937 rng(17);
     std::normal_distribution<float> nd;
     for (GgmlType t : types) {
@@ -103,7 +116,8 @@ TEST(KvTypes, TurboVIsStoredUnshrunk) {
             kv.read_k(0, 0, yk.data());
             kv.read_v(0, 0, yv.data());
             double xk = 0, xv = 0, xx = 0;
-            for (int i = 0; i < 128; i++) xk += (double)x[i] * yk[i], xv += (double)x[i] * yv[i], xx += (double)x[i] * x[i];
+            for (int i = 0; i < 128; i++)
+                xk += (double)x[i] * yk[i], xv += (double)x[i] * yv[i], xx += (double)x[i] * x[i];
             proj_k += xk / xx / n_rows, proj_v += xv / xx / n_rows;
         }
         EXPECT_NEAR(proj_v, 1.0, 0.01) << ggml_type_name(t);

@@ -74,7 +74,9 @@ TEST_P(BatchInvariance, UbatchSizesAndPrefillChunks) {
 // them sharing cells with another through seq_cp), some of which ask for no logits.
 TEST_P(BatchInvariance, OtherSequencesInTheBatch) {
     Engine eng(*tm_->model, engine_params(2, 6, 4));
-    std::vector<std::vector<int32_t>> other = {{}, tiny_tokens(40, nv_, 31), tiny_tokens(40, nv_, 32),
+    std::vector<std::vector<int32_t>> other = {{},
+                                               tiny_tokens(40, nv_, 31),
+                                               tiny_tokens(40, nv_, 32),
                                                tiny_tokens(40, nv_, 33)};
     std::vector<int32_t> next_pos = {0, 0, 0, 0};
     Batch b;

@@ -90,8 +90,8 @@ TEST_P(EngineShift, ShiftedCacheMatchesDirectDecode) {
         decode_chunks(direct, prompt, p0 + delta, 0, 12);
         const std::vector<float> want = decode_chunks(direct, rest, p0 + delta + 12, 0, 1);
         const double err = max_abs_diff(got, want), bound = sc.rel * max_abs(want) + 1e-5;
-        printf("[ shift ] %-8s kv %-3s delta %+3d  max abs diff %.2e (%.2e rel)  bound %.2e\n",
-               std::get<0>(GetParam()), ggml_type_name(sc.kv), delta, err, err / max_abs(want), bound);
+        printf("[ shift ] %-8s kv %-3s delta %+3d  max abs diff %.2e (%.2e rel)  bound %.2e\n", std::get<0>(GetParam()),
+               ggml_type_name(sc.kv), delta, err, err / max_abs(want), bound);
         EXPECT_LE(err, bound);
         EXPECT_GT(err, 0.0);  // it really was re-rotated, not decoded at the old positions by accident
 

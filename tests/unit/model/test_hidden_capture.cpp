@@ -30,8 +30,8 @@ std::vector<CapCase> cap_cases() {
 
 // Rows of `toks` (sequence `seq`, positions 0..) decoded in chunks of `chunk`, capturing `layers`;
 // returns (kN, layers, n_embd) in row order.
-std::vector<float> capture(Engine& eng, const std::vector<int32_t>& toks, const std::vector<int32_t>& layers,
-                           int chunk, int seq = 0) {
+std::vector<float> capture(Engine& eng, const std::vector<int32_t>& toks, const std::vector<int32_t>& layers, int chunk,
+                           int seq = 0) {
     std::vector<float> all;
     Batch b;
     DecodeOutput out;

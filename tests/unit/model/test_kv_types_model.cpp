@@ -53,7 +53,8 @@ TEST(KvTypesModel, BatchInvariantForEveryTypeAndIsa) {
 TEST(KvTypesModel, MixedTypesBatchInvariant) {
     const TinyModel& tm = tiny_model("llama");
     const std::vector<int32_t> toks = tiny_tokens(kN, tm.cfg.n_vocab, 32);
-    for (auto [k, v] : {std::pair{GgmlType::Q8_0, GgmlType::TURBO3}, std::pair{GgmlType::TURBO3_TCQ, GgmlType::TURBO2_TCQ}}) {
+    for (auto [k, v] :
+         {std::pair{GgmlType::Q8_0, GgmlType::TURBO3}, std::pair{GgmlType::TURBO3_TCQ, GgmlType::TURBO2_TCQ}}) {
         Engine one(*tm.model, kv_params(1, k, v));
         Engine batch(*tm.model, kv_params(2, k, v));
         EXPECT_TRUE(same_bits(decode_chunks(batch, toks, 0, 0, kN), decode_chunks(one, toks, 0, 0, 1)))
@@ -105,7 +106,7 @@ TEST(KvTypesModel, FragileKIsProtected) {
     EXPECT_EQ(kv_protect_k_type(GgmlType::TURBO4, 28, 4, 3584, &why), GgmlType::Q8_0);  // Qwen2.5-7B: GQA 7
     EXPECT_NE(why.find("grouped-query"), std::string::npos);
     EXPECT_EQ(kv_protect_k_type(GgmlType::TURBO3, 32, 8, 4096, &why), GgmlType::TURBO3);  // Llama-3-8B
-    EXPECT_EQ(kv_protect_k_type(GgmlType::Q4_0, 28, 4, 1024, &why), GgmlType::Q4_0);     // not turbo
+    EXPECT_EQ(kv_protect_k_type(GgmlType::Q4_0, 28, 4, 1024, &why), GgmlType::Q4_0);      // not turbo
 }
 
 // seq_shift re-rotates K through dequantize -> rope -> requantize for every type. The shifted cache
@@ -163,7 +164,8 @@ TEST(KvTypesReal, SmolLM2GreedyAgreesWithQ8_0) {
     const Model& m = real_model("SmolLM2-135M-Instruct.Q4_1");
     const int nv = m.hparams().n_vocab;
     int steps = 0, same = 0, clear = 0, clear_same = 0;
-    for (const char* prompt : {"The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,"}) {
+    for (const char* prompt :
+         {"The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,"}) {
         std::vector<int32_t> toks = tokenize(m, prompt);
         const size_t n_prompt = toks.size();
         EngineParams p = engine_params(2, 512, 1, GgmlType::F16, 256);
@@ -189,8 +191,8 @@ TEST(KvTypesReal, SmolLM2GreedyAgreesWithQ8_0) {
             if (margin[i - (n_prompt - 1)] > 0.5f) clear++, clear_same += agree;
         }
     }
-    printf("[ kv-real ] SmolLM2 q8_0 KV: greedy token agrees with f16 KV at %d/%d steps (%d/%d clear ones)\n",
-           same, steps, clear_same, clear);
+    printf("[ kv-real ] SmolLM2 q8_0 KV: greedy token agrees with f16 KV at %d/%d steps (%d/%d clear ones)\n", same,
+           steps, clear_same, clear);
     EXPECT_EQ(clear_same, clear);
     EXPECT_GE(same, steps * 9 / 10);
 }
@@ -204,9 +206,10 @@ TEST(KvTypesReal, RealKvRowDistortion) {
         const HParams& hp = m.hparams();
         Engine eng(m, engine_params(2, 512, 1, GgmlType::F32, 256));
         const std::vector<int32_t> toks =
-            tokenize(m, "The quick brown fox jumps over the lazy dog. In 1905 Einstein published four papers "
-                        "that changed physics: on the photoelectric effect, Brownian motion, special relativity "
-                        "and the equivalence of mass and energy.");
+            tokenize(m,
+                     "The quick brown fox jumps over the lazy dog. In 1905 Einstein published four papers "
+                     "that changed physics: on the photoelectric effect, Brownian motion, special relativity "
+                     "and the equivalence of mass and energy.");
         decode_chunks(eng, toks, 0, 0, (int)toks.size());
         const int hd = hp.head_dim;
         std::vector<float> row(hp.n_head_kv * hd);
@@ -236,8 +239,10 @@ TEST(KvTypesReal, RealKvRowDistortion) {
         };
         const double t2 = mse(GgmlType::TURBO2), t3 = mse(GgmlType::TURBO3), t4 = mse(GgmlType::TURBO4);
         const double c2 = mse(GgmlType::TURBO2_TCQ), c3 = mse(GgmlType::TURBO3_TCQ);
-        printf("[ kv-real ] %s head %d unit-row MSE: turbo2 %.4f turbo3 %.4f turbo4 %.4f turbo2_tcq %.4f (%.0f%%) "
-               "turbo3_tcq %.4f (%.0f%%)\n", stem, hd, t2, t3, t4, c2, 100 * (c2 / t2 - 1), c3, 100 * (c3 / t3 - 1));
+        printf(
+            "[ kv-real ] %s head %d unit-row MSE: turbo2 %.4f turbo3 %.4f turbo4 %.4f turbo2_tcq %.4f (%.0f%%) "
+            "turbo3_tcq %.4f (%.0f%%)\n",
+            stem, hd, t2, t3, t4, c2, 100 * (c2 / t2 - 1), c3, 100 * (c3 / t3 - 1));
         if (hd % 64 == 0)
             printf("[ kv-real ] %s 64-groups: turbo2_64 %.4f turbo3_64 %.4f turbo4_64 %.4f\n", stem,
                    mse(GgmlType::TURBO2_64), mse(GgmlType::TURBO3_64), mse(GgmlType::TURBO4_64));

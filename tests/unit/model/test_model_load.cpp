@@ -216,7 +216,8 @@ TEST(ModelLoadErrors, NonsenseHparams) {
             Model::load(path, lp);
             ADD_FAILURE() << "expected Error";
         } catch (const Error& e) {
-            EXPECT_NE(std::string(e.what()).find("gemma3.rope.freq_base_swa is 0: it must be > 0"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("gemma3.rope.freq_base_swa is 0: it must be > 0"), std::string::npos)
+                << e.what();
         }
         unlink(path.c_str());
     }

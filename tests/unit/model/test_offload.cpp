@@ -32,8 +32,8 @@ std::unique_ptr<Engine> device_engine(const Model& m, const EngineParams& p) {
     if (!eng->offload()) return nullptr;
     return eng;
 }
-#define DEVICE_ENGINE_OR_SKIP(var, model, params)                                    \
-    std::unique_ptr<Engine> var = device_engine(model, params);                      \
+#define DEVICE_ENGINE_OR_SKIP(var, model, params)               \
+    std::unique_ptr<Engine> var = device_engine(model, params); \
     if (!var) GTEST_SKIP() << "no Vulkan device (or no Vulkan in this build)";
 
 // Largest |a - b| over the largest |b|, and whether every row's greedy token agrees where the CPU's top two
@@ -97,9 +97,8 @@ TEST_P(OffloadTiny, LogitsMatchTheCpu) {
 INSTANTIATE_TEST_SUITE_P(Presets, OffloadTiny,
                          ::testing::Values(OffloadCase{"llama", 99}, OffloadCase{"llama", 1},
                                            OffloadCase{"llama_tied", 2}, OffloadCase{"qwen2", 99},
-                                           OffloadCase{"qwen3", 2}, OffloadCase{"gemma3", 99},
-                                           OffloadCase{"gemma3", 4}, OffloadCase{"llama_q8_0", 99},
-                                           OffloadCase{"llama_q4_k", 99}),
+                                           OffloadCase{"qwen3", 2}, OffloadCase{"gemma3", 99}, OffloadCase{"gemma3", 4},
+                                           OffloadCase{"llama_q8_0", 99}, OffloadCase{"llama_q4_k", 99}),
                          [](const auto& info) {
                              return std::string(info.param.preset) + "_ngl" + std::to_string(info.param.ngl);
                          });

@@ -55,9 +55,8 @@ void check_against_reference(const RefCase& rc, Isa isa, const std::vector<float
         if (e > max_err) max_err = e, worst = i;
     }
     const double bound = rc.rel * max_ref + rc.abs;
-    printf("[ reference ] %-10s %-6s kv %-3s max|logit| %6.3f  max abs err %.2e (%.2e rel)  bound %.2e\n",
-           rc.preset, isa_name(isa), ggml_type_name(rc.kv), max_ref, max_err,
-           max_err / max_ref, bound);
+    printf("[ reference ] %-10s %-6s kv %-3s max|logit| %6.3f  max abs err %.2e (%.2e rel)  bound %.2e\n", rc.preset,
+           isa_name(isa), ggml_type_name(rc.kv), max_ref, max_err, max_err / max_ref, bound);
     EXPECT_LE(max_err, bound) << "row " << worst / nv << " token " << worst % nv << ": engine " << got[worst]
                               << " reference " << ref[worst];
     int argmax_diff = 0;

@@ -61,7 +61,8 @@ TEST_P(RepackedModel, SameLogitsAsTheGgufLayoutOnEveryIsa) {
 
 INSTANTIATE_TEST_SUITE_P(Types, RepackedModel,
                          ::testing::Values(GgmlType::Q4_0, GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q8_0,
-                                           GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K),
+                                           GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                                           GgmlType::Q6_K),
                          [](const auto& info) { return std::string(ggml_type_name(info.param)); });
 
 }  // namespace

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <algorithm>
 #include <map>
 
 #include "base/error.h"
@@ -80,12 +80,24 @@ struct MetaWriter {
     GgufWriter& gw;
     const std::vector<std::string>& omit;
     bool keep(const std::string& k) const { return std::find(omit.begin(), omit.end(), k) == omit.end(); }
-    void u32(const std::string& k, uint32_t v) { if (keep(k)) gw.set_u32(k, v); }
-    void f32(const std::string& k, float v) { if (keep(k)) gw.set_f32(k, v); }
-    void str(const std::string& k, const std::string& v) { if (keep(k)) gw.set_str(k, v); }
-    void strs(const std::string& k, const std::vector<std::string>& v) { if (keep(k)) gw.set_str_array(k, v); }
-    void f32s(const std::string& k, const std::vector<float>& v) { if (keep(k)) gw.set_f32_array(k, v); }
-    void i32s(const std::string& k, const std::vector<int32_t>& v) { if (keep(k)) gw.set_i32_array(k, v); }
+    void u32(const std::string& k, uint32_t v) {
+        if (keep(k)) gw.set_u32(k, v);
+    }
+    void f32(const std::string& k, float v) {
+        if (keep(k)) gw.set_f32(k, v);
+    }
+    void str(const std::string& k, const std::string& v) {
+        if (keep(k)) gw.set_str(k, v);
+    }
+    void strs(const std::string& k, const std::vector<std::string>& v) {
+        if (keep(k)) gw.set_str_array(k, v);
+    }
+    void f32s(const std::string& k, const std::vector<float>& v) {
+        if (keep(k)) gw.set_f32_array(k, v);
+    }
+    void i32s(const std::string& k, const std::vector<int32_t>& v) {
+        if (keep(k)) gw.set_i32_array(k, v);
+    }
 };
 
 void write_vocab(MetaWriter& gw, int n_vocab) {

@@ -16,10 +16,24 @@ namespace bee {
 namespace {
 
 std::vector<float> corner_values() {
-    std::vector<float> x = {0.0f, -0.0f, 1.0f, -1.0f, 65504.0f, 65520.0f, -65520.0f, 1e9f, -1e9f,
-                            std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                            std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-                            6e-8f, 3e-8f, 2.9e-8f, -6e-5f, 1e-40f};
+    std::vector<float> x = {0.0f,
+                            -0.0f,
+                            1.0f,
+                            -1.0f,
+                            65504.0f,
+                            65520.0f,
+                            -65520.0f,
+                            1e9f,
+                            -1e9f,
+                            std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(),
+                            -std::numeric_limits<float>::quiet_NaN(),
+                            6e-8f,
+                            3e-8f,
+                            2.9e-8f,
+                            -6e-5f,
+                            1e-40f};
     for (uint32_t m = 0; m < 16; m++) {  // halfway between two f16 values: ties go to even
         uint32_t bits = 0x3F800000u | (m << 13) | 0x1000u;
         float f;
@@ -53,7 +67,8 @@ TEST(FloatIsa, F16RowsAreBitIdenticalToScalar) {
             test::IsaScope scope(isa);
             tr->quantize_row(x.data(), got.data(), n);
             tr->dequantize_row(got.data(), back_got.data(), n);
-            for (int64_t i = 0; i < n; i++) ASSERT_EQ(got[i], want[i]) << "value " << x[i] << " at " << i << " " << isa_name(isa);
+            for (int64_t i = 0; i < n; i++)
+                ASSERT_EQ(got[i], want[i]) << "value " << x[i] << " at " << i << " " << isa_name(isa);
             ASSERT_EQ(0, memcmp(back_got.data(), back_want.data(), n * sizeof(float))) << isa_name(isa);
         }
     }

@@ -11,7 +11,11 @@ namespace bee {
 namespace {
 
 TEST(QuantTraits, BlockStructsMatchTypeTable) {
-    struct Row { GgmlType t; size_t size; int64_t block; };
+    struct Row {
+        GgmlType t;
+        size_t size;
+        int64_t block;
+    };
     const Row rows[] = {
         {GgmlType::Q4_0, sizeof(BlockQ4_0), QK4_0}, {GgmlType::Q4_1, sizeof(BlockQ4_1), QK4_1},
         {GgmlType::Q5_0, sizeof(BlockQ5_0), QK5_0}, {GgmlType::Q5_1, sizeof(BlockQ5_1), QK5_1},
@@ -27,15 +31,19 @@ TEST(QuantTraits, BlockStructsMatchTypeTable) {
 }
 
 TEST(QuantTraits, TableRows) {
-    struct Row { GgmlType t; GgmlType dot_type; bool has_dot; };
+    struct Row {
+        GgmlType t;
+        GgmlType dot_type;
+        bool has_dot;
+    };
     const Row rows[] = {
-        {GgmlType::F32, GgmlType::F32, true},   {GgmlType::F16, GgmlType::F32, true},
-        {GgmlType::BF16, GgmlType::F32, true},  {GgmlType::Q4_0, GgmlType::Q8_0, true},
-        {GgmlType::Q4_1, GgmlType::Q8_1, true}, {GgmlType::Q5_0, GgmlType::Q8_0, true},
-        {GgmlType::Q5_1, GgmlType::Q8_1, true}, {GgmlType::Q8_0, GgmlType::Q8_0, true},
-        {GgmlType::Q2_K, GgmlType::Q8_K, true}, {GgmlType::Q3_K, GgmlType::Q8_K, true},
-        {GgmlType::Q4_K, GgmlType::Q8_K, true}, {GgmlType::Q5_K, GgmlType::Q8_K, true},
-        {GgmlType::Q6_K, GgmlType::Q8_K, true}, {GgmlType::Q8_1, GgmlType::Q8_1, false},
+        {GgmlType::F32, GgmlType::F32, true},    {GgmlType::F16, GgmlType::F32, true},
+        {GgmlType::BF16, GgmlType::F32, true},   {GgmlType::Q4_0, GgmlType::Q8_0, true},
+        {GgmlType::Q4_1, GgmlType::Q8_1, true},  {GgmlType::Q5_0, GgmlType::Q8_0, true},
+        {GgmlType::Q5_1, GgmlType::Q8_1, true},  {GgmlType::Q8_0, GgmlType::Q8_0, true},
+        {GgmlType::Q2_K, GgmlType::Q8_K, true},  {GgmlType::Q3_K, GgmlType::Q8_K, true},
+        {GgmlType::Q4_K, GgmlType::Q8_K, true},  {GgmlType::Q5_K, GgmlType::Q8_K, true},
+        {GgmlType::Q6_K, GgmlType::Q8_K, true},  {GgmlType::Q8_1, GgmlType::Q8_1, false},
         {GgmlType::Q8_K, GgmlType::Q8_K, false},
     };
     for (const Row& r : rows) {
@@ -61,11 +69,10 @@ std::vector<float> dequant(GgmlType t, const void* block) {
 
 TEST(QuantKnownBlocks, Q4_0) {
     // d = 0.5 (fp16 0x3800); byte j: low nibble (j + 8) % 16 -> element j, high nibble j -> element j + 16
-    const uint8_t bytes[18] = {0x00, 0x38, 0x08, 0x19, 0x2A, 0x3B, 0x4C, 0x5D, 0x6E, 0x7F,
-                               0x80, 0x91, 0xA2, 0xB3, 0xC4, 0xD5, 0xE6, 0xF7};
-    const float expected[32] = {0,    0.5,  1,    1.5,  2,    2.5,  3,    3.5,  -4,   -3.5, -3,
-                                -2.5, -2,   -1.5, -1,   -0.5, -4,   -3.5, -3,   -2.5, -2,   -1.5,
-                                -1,   -0.5, 0,    0.5,  1,    1.5,  2,    2.5,  3,    3.5};
+    const uint8_t bytes[18] = {0x00, 0x38, 0x08, 0x19, 0x2A, 0x3B, 0x4C, 0x5D, 0x6E,
+                               0x7F, 0x80, 0x91, 0xA2, 0xB3, 0xC4, 0xD5, 0xE6, 0xF7};
+    const float expected[32] = {0,  0.5,  1,  1.5,  2,  2.5,  3,  3.5,  -4, -3.5, -3, -2.5, -2, -1.5, -1, -0.5,
+                                -4, -3.5, -3, -2.5, -2, -1.5, -1, -0.5, 0,  0.5,  1,  1.5,  2,  2.5,  3,  3.5};
     const std::vector<float> y = dequant(GgmlType::Q4_0, bytes);
     for (int i = 0; i < 32; ++i) EXPECT_EQ(y[i], expected[i]) << i;
 }
@@ -112,11 +119,11 @@ TEST(QuantKnownBlocks, Q4_K) {
     for (int g = 0; g < 4; ++g)
         for (int l = 0; l < 32; ++l) b.qs[32 * g + l] = (uint8_t)((l % 16) | ((15 - l % 16) << 4));
     const std::vector<float> y = dequant(GgmlType::Q4_K, &b);
-    EXPECT_EQ(y[0], -2.5f);          // 1 * 0 - 0.5 * 5
-    EXPECT_EQ(y[15], 12.5f);         // 1 * 15 - 2.5
-    EXPECT_EQ(y[32], 27.0f);         // 2 * 15 - 3
-    EXPECT_EQ(y[142], 221.0f);       // 17 * 14 - 0.5 * 34
-    EXPECT_EQ(y[255], -4.0f);        // 7 * 0 - 0.5 * 8
+    EXPECT_EQ(y[0], -2.5f);     // 1 * 0 - 0.5 * 5
+    EXPECT_EQ(y[15], 12.5f);    // 1 * 15 - 2.5
+    EXPECT_EQ(y[32], 27.0f);    // 2 * 15 - 3
+    EXPECT_EQ(y[142], 221.0f);  // 17 * 14 - 0.5 * 34
+    EXPECT_EQ(y[255], -4.0f);   // 7 * 0 - 0.5 * 8
     for (int e = 0; e < 256; ++e) {
         const int s = e / 32, l = e % 32;
         const int q = s % 2 == 0 ? l % 16 : 15 - l % 16;
@@ -159,8 +166,8 @@ TEST(QuantKnownBlocks, Q3_K) {
         b.scales[8 + j % 4] |= (uint8_t)((v >> 4) << (2 * (j / 4)));
     }
     for (int j = 0; j < 16; ++j) EXPECT_EQ(q3k_scale(j, b.scales), 33 + j);
-    for (int i = 0; i < 64; ++i) b.qs[i] = 0xE4;        // low 2 bits: 0, 1, 2, 3 for the four 32-groups
-    for (int i = 0; i < 32; ++i) b.hmask[i] = 0x0F;     // no -4 offset for elements 0..127
+    for (int i = 0; i < 64; ++i) b.qs[i] = 0xE4;     // low 2 bits: 0, 1, 2, 3 for the four 32-groups
+    for (int i = 0; i < 32; ++i) b.hmask[i] = 0x0F;  // no -4 offset for elements 0..127
     const std::vector<float> y = dequant(GgmlType::Q3_K, &b);
     for (int e = 0; e < 256; ++e) {
         const int q = ((e % 128) / 32) - (e < 128 ? 0 : 4);

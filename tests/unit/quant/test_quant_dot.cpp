@@ -19,22 +19,21 @@ using test::gaussian;
 using test::quantize;
 using test::sum_abs_products;
 
-const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
-                                 GgmlType::Q4_1, GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0,
-                                 GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
-                                 GgmlType::Q6_K};
+const GgmlType kWeightTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0, GgmlType::Q4_1,
+                                 GgmlType::Q5_0, GgmlType::Q5_1, GgmlType::Q8_0, GgmlType::Q2_K, GgmlType::Q3_K,
+                                 GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 struct DotCase {
-    std::vector<float> w, a;        // float weights and activations
-    std::vector<float> wd, ad;      // dequantized weights and activations
-    double s_correction = 0;        // Q8_1 only: sum over blocks of m * (s - sum of dequantized a)
-    float result = 0;               // vec_dot on the quantized rows
+    std::vector<float> w, a;    // float weights and activations
+    std::vector<float> wd, ad;  // dequantized weights and activations
+    double s_correction = 0;    // Q8_1 only: sum over blocks of m * (s - sum of dequantized a)
+    float result = 0;           // vec_dot on the quantized rows
 };
 
 // The _1 types apply their min through Q8_1's s = fp16(d * sum q), which is not exactly the sum of
 // the dequantized activations; vec_dot is exact with respect to s, so the tight check adds this.
-double q8_1_s_correction(const std::vector<uint8_t>& wq, const std::vector<uint8_t>& aq,
-                         const std::vector<float>& ad, size_t weight_block_bytes) {
+double q8_1_s_correction(const std::vector<uint8_t>& wq, const std::vector<uint8_t>& aq, const std::vector<float>& ad,
+                         size_t weight_block_bytes) {
     double corr = 0;
     const BlockQ8_1* ab = (const BlockQ8_1*)aq.data();
     for (size_t b = 0; b < ad.size() / QK8_1; ++b) {

@@ -29,8 +29,7 @@ Fixture load_fixture(const std::string& name) {
     if (!f) return fx;
     char magic[4];
     uint32_t h[5];
-    const bool ok =
-        fread(magic, 1, 4, f) == 4 && fread(h, 4, 5, f) == 5 && memcmp(magic, "BQFX", 4) == 0 && h[0] == 1;
+    const bool ok = fread(magic, 1, 4, f) == 4 && fread(h, 4, 5, f) == 5 && memcmp(magic, "BQFX", 4) == 0 && h[0] == 1;
     EXPECT_TRUE(ok) << path << ": bad header";
     if (ok) {
         fx.kind = h[1];
@@ -73,8 +72,8 @@ TEST_P(DequantFixture, MatchesGgufPyBitExact) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, DequantFixture,
-                         testing::Values("f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k",
-                                         "q3_k", "q4_k", "q5_k", "q6_k"),
+                         testing::Values("f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k",
+                                         "q5_k", "q6_k"),
                          [](const testing::TestParamInfo<const char*>& p) { return std::string(p.param); });
 
 // Quantizes the fixture's floats and compares the bytes with the stored ones.
@@ -102,8 +101,7 @@ TEST_P(QuantizeFixture, MatchesGgufPyBytes) {
     check_quantize_fixture(std::string("quant_") + GetParam() + ".bqf", GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, QuantizeFixture,
-                         testing::Values("f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"),
+INSTANTIATE_TEST_SUITE_P(Types, QuantizeFixture, testing::Values("f16", "bf16", "q4_0", "q4_1", "q5_0", "q5_1", "q8_0"),
                          [](const testing::TestParamInfo<const char*>& p) { return std::string(p.param); });
 
 // ggml's own C reference quantizers (tests/reference/ggml_quant_golden.c) for the K-quants and Q8_K,

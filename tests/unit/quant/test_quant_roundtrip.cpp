@@ -23,15 +23,17 @@ using test::relative_rms_error;
 
 // Relative RMS error bound per type on N(0, 1) data, 64 K-blocks (16384 values). The bounds sit
 // ~15% above the measured error (printed by the test), so a real regression in a quantizer fails.
-struct RmsBound { GgmlType type; double max_rel_rms; };
+struct RmsBound {
+    GgmlType type;
+    double max_rel_rms;
+};
 const RmsBound kRmsBounds[] = {
     // measured: f32 0, f16 2.07e-4, bf16 1.67e-3, q8_0/q8_1 5.38e-3, q8_k 7.00e-3, q6_k 1.78e-2,
     // q5_0 4.27e-2, q5_1 3.77e-2, q5_k 3.61e-2, q4_0 8.69e-2, q4_1 7.78e-2, q4_k 7.08e-2,
     // q3_k 1.50e-1, q2_k 2.93e-1
-    {GgmlType::F32, 0.0},      {GgmlType::F16, 2.4e-4},  {GgmlType::BF16, 1.9e-3},
-    {GgmlType::Q8_0, 6.2e-3},  {GgmlType::Q8_1, 6.2e-3}, {GgmlType::Q8_K, 8.0e-3},
-    {GgmlType::Q6_K, 2.05e-2}, {GgmlType::Q5_0, 4.9e-2}, {GgmlType::Q5_1, 4.35e-2},
-    {GgmlType::Q5_K, 4.15e-2}, {GgmlType::Q4_0, 1.0e-1}, {GgmlType::Q4_1, 8.9e-2},
+    {GgmlType::F32, 0.0},      {GgmlType::F16, 2.4e-4},   {GgmlType::BF16, 1.9e-3},  {GgmlType::Q8_0, 6.2e-3},
+    {GgmlType::Q8_1, 6.2e-3},  {GgmlType::Q8_K, 8.0e-3},  {GgmlType::Q6_K, 2.05e-2}, {GgmlType::Q5_0, 4.9e-2},
+    {GgmlType::Q5_1, 4.35e-2}, {GgmlType::Q5_K, 4.15e-2}, {GgmlType::Q4_0, 1.0e-1},  {GgmlType::Q4_1, 8.9e-2},
     {GgmlType::Q4_K, 8.15e-2}, {GgmlType::Q3_K, 1.72e-1}, {GgmlType::Q2_K, 3.37e-1},
 };
 
@@ -86,8 +88,7 @@ TEST(QuantRoundTrip, QuantizerIsDeterministicAndRowLocal) {
         // quantizing the second half alone gives the second half of the bytes
         const std::vector<float> half(x.begin() + 2 * QK_K, x.end());
         const std::vector<uint8_t> q = quantize(b.type, half);
-        EXPECT_TRUE(std::equal(q.begin(), q.end(), whole.begin() + (long)(whole.size() / 2)))
-            << ggml_type_name(b.type);
+        EXPECT_TRUE(std::equal(q.begin(), q.end(), whole.begin() + (long)(whole.size() / 2))) << ggml_type_name(b.type);
     }
 }
 
@@ -103,8 +104,7 @@ TEST(QuantRoundTrip, NonFiniteValuesStayInTheirBlock) {
         const std::vector<float> first(x.begin(), x.begin() + QK_K), last(x.end() - QK_K, x.end());
         const std::vector<uint8_t> q_first = quantize(b.type, first), q_last = quantize(b.type, last);
         EXPECT_TRUE(std::equal(q_first.begin(), q_first.end(), q.begin())) << ggml_type_name(b.type);
-        EXPECT_TRUE(std::equal(q_last.begin(), q_last.end(), q.end() - (long)q_last.size()))
-            << ggml_type_name(b.type);
+        EXPECT_TRUE(std::equal(q_last.begin(), q_last.end(), q.end() - (long)q_last.size())) << ggml_type_name(b.type);
     }
 }
 

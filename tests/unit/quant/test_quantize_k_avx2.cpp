@@ -27,13 +27,24 @@ std::vector<float> tricky_rows(uint32_t seed) {
         const float scale = std::ldexp(1.0f, (b % 13) * 4 - 30);  // 2^-30 .. 2^18
         for (int i = 0; i < 256; ++i) s[i] = normal(rng) * scale;
         switch (b % 8) {
-            case 1: for (int i = 0; i < 32; ++i) s[i] = 0.25f; break;            // one constant sub-block
-            case 2: for (int i = 0; i < 256; ++i) s[i] = std::fabs(s[i]); break;  // no negative values
-            case 3: for (int i = 64; i < 96; ++i) s[i] = 0.0f; break;            // one zero sub-block
-            case 4: s[5] = std::numeric_limits<float>::quiet_NaN(); s[200] = NAN; break;
-            case 5: s[0] = NAN; break;                                           // NaN first in a sub-block
+            case 1:
+                for (int i = 0; i < 32; ++i) s[i] = 0.25f;
+                break;  // one constant sub-block
+            case 2:
+                for (int i = 0; i < 256; ++i) s[i] = std::fabs(s[i]);
+                break;  // no negative values
+            case 3:
+                for (int i = 64; i < 96; ++i) s[i] = 0.0f;
+                break;  // one zero sub-block
+            case 4:
+                s[5] = std::numeric_limits<float>::quiet_NaN();
+                s[200] = NAN;
+                break;
+            case 5: s[0] = NAN; break;  // NaN first in a sub-block
             case 6: s[77] = std::numeric_limits<float>::infinity(); break;
-            case 7: for (int i = 0; i < 256; i += 17) s[i] *= 50.0f; break;      // outliers
+            case 7:
+                for (int i = 0; i < 256; i += 17) s[i] *= 50.0f;
+                break;  // outliers
             default: break;
         }
     }

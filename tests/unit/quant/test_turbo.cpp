@@ -23,9 +23,11 @@ namespace {
 
 // Spec §2, verbatim: index 0 is the leftmost character, '-' means -1.
 const char* const kS1 =
-    "-++--+-+--+++++++-+-+--+++-++----++-++-+-++--+-++++-----+-++++-+--+---+---+---+++--+++--++-++-+--++-+-+-++++-+-++-++-----++-++-+";
+    "-++--+-+--+++++++-+-+--+++-++----++-++-+-++--+-++++-----+-++++-+--+---+---+---+++--+++--++-++-+--++-+-+-++++-+-++-"
+    "++-----++-++-+";
 const char* const kS2 =
-    "++++-++-+---+---++--+-+-+--+-+++++---+------+++-+-+++--+------+++-+----+-+-+--++-+-++-+----+--+-+-+++--+-+-++--+-+-++-+-+-----+-";
+    "++++-++-+---+---++--+-+-+--+-+++++---+------+++-+-+++--+------+++-+----+-+-+--++-+-++-+----+--+-+-+++--+-+-++--+-+"
+    "-++-+-+-----+-";
 
 TEST(Turbo, SignTablesMatchSpec) {
     ASSERT_EQ(strlen(kS1), 128u);
@@ -89,13 +91,18 @@ std::string rep(const std::string& unit, int n) {
 // both sides by √2. The norm is 1 / (√g · c) in fp16. Expected bytes were worked out by hand from the
 // spec's packing rules (a short numpy script, not Bee's code).
 TEST(Turbo, BlockLayoutBitExact) {
-    struct Case { GgmlType t; const char* hex; };
+    struct Case {
+        GgmlType t;
+        const char* hex;
+    };
     const std::string t2 = "4c39" + rep("3ccff3", 10) + "3ccf";
     const std::string t3 = "613d" + rep("966559", 10) + "9665" + rep("b66ddb", 5) + "b6";
     const std::string t4 = "3e3c" + rep("b44bbb", 21) + "b4";
     const std::string t3_64 = "613d" + rep("966559", 5) + "96" + "b66ddbb66ddbb66d";
-    const Case cases[] = {{GgmlType::TURBO2, t2.c_str()}, {GgmlType::TURBO3, t3.c_str()},
-                          {GgmlType::TURBO4, t4.c_str()}, {GgmlType::TURBO3_64, t3_64.c_str()}};
+    const Case cases[] = {{GgmlType::TURBO2, t2.c_str()},
+                          {GgmlType::TURBO3, t3.c_str()},
+                          {GgmlType::TURBO4, t4.c_str()},
+                          {GgmlType::TURBO3_64, t3_64.c_str()}};
     for (const Case& c : cases) {
         const int g = (int)ggml_type_info(c.t).block_size;
         std::vector<float> x(g);
@@ -170,8 +177,10 @@ TEST(Turbo, UnitVectorDistortionMatchesSpec) {
     const double c2 = unit_mse(GgmlType::TURBO2_TCQ, 128, 2000, 1), c3 = unit_mse(GgmlType::TURBO3_TCQ, 128, 2000, 1);
     const double g2 = unit_mse(GgmlType::TURBO2_64, 64, 2000, 1), g3 = unit_mse(GgmlType::TURBO3_64, 64, 2000, 1);
     const double g4 = unit_mse(GgmlType::TURBO4_64, 64, 2000, 1);
-    printf("[ turbo   ] unit-vector MSE d=128: turbo2 %.4f turbo3 %.4f turbo4 %.4f turbo2_tcq %.4f (%.0f%%) "
-           "turbo3_tcq %.4f (%.0f%%)\n", t2, t3, t4, c2, 100 * (c2 / t2 - 1), c3, 100 * (c3 / t3 - 1));
+    printf(
+        "[ turbo   ] unit-vector MSE d=128: turbo2 %.4f turbo3 %.4f turbo4 %.4f turbo2_tcq %.4f (%.0f%%) "
+        "turbo3_tcq %.4f (%.0f%%)\n",
+        t2, t3, t4, c2, 100 * (c2 / t2 - 1), c3, 100 * (c3 / t3 - 1));
     printf("[ turbo   ] unit-vector MSE d=64: turbo2_64 %.4f turbo3_64 %.4f turbo4_64 %.4f\n", g2, g3, g4);
     EXPECT_NEAR(t2, 0.1190, 0.006);
     EXPECT_NEAR(t3, 0.0339, 0.002);
@@ -191,8 +200,8 @@ TEST(Turbo, UnitVectorDistortionMatchesSpec) {
 TEST(Turbo, DecodedGroupKeepsNorm) {
     std::mt19937 rng(5);
     std::normal_distribution<float> nd(0.0f, 3.0f);
-    for (GgmlType t : {GgmlType::TURBO2, GgmlType::TURBO3, GgmlType::TURBO4, GgmlType::TURBO2_TCQ,
-                       GgmlType::TURBO3_TCQ, GgmlType::TURBO3_64}) {
+    for (GgmlType t : {GgmlType::TURBO2, GgmlType::TURBO3, GgmlType::TURBO4, GgmlType::TURBO2_TCQ, GgmlType::TURBO3_TCQ,
+                       GgmlType::TURBO3_64}) {
         const int g = (int)ggml_type_info(t).block_size;
         std::vector<float> x(g), y(g);
         for (float& e : x) e = nd(rng);
@@ -207,9 +216,16 @@ TEST(Turbo, DecodedGroupKeepsNorm) {
 // Type ids, names and sizes as serialized (spec §3.1), and a GGUF write/read round trip of a
 // turbo3 tensor keeps every byte.
 TEST(Turbo, SerializationRoundTrip) {
-    struct Row { GgmlType t; uint32_t id; const char* name; size_t bytes; };
-    const Row rows[] = {{GgmlType::TURBO3, 42, "turbo3", 50},         {GgmlType::TURBO4, 43, "turbo4", 66},
-                        {GgmlType::TURBO2, 44, "turbo2", 34},         {GgmlType::TURBO3_TCQ, 45, "turbo3_tcq", 52},
+    struct Row {
+        GgmlType t;
+        uint32_t id;
+        const char* name;
+        size_t bytes;
+    };
+    const Row rows[] = {{GgmlType::TURBO3, 42, "turbo3", 50},
+                        {GgmlType::TURBO4, 43, "turbo4", 66},
+                        {GgmlType::TURBO2, 44, "turbo2", 34},
+                        {GgmlType::TURBO3_TCQ, 45, "turbo3_tcq", 52},
                         {GgmlType::TURBO2_TCQ, 46, "turbo2_tcq", 36}};
     for (const Row& r : rows) {
         EXPECT_EQ((uint32_t)r.t, r.id);

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "model/engine.h"
@@ -102,7 +102,8 @@ TEST_P(RealModelTest, LogitsAndGreedyTokensMatchReference) {
         for (size_t s = 0; s < steps.size(); s++) {
             const float* logits = out.logits_at((int)s);
             const json& top5 = steps[s]["top5"];
-            const std::string where = g["prompt"].get<std::string>().substr(0, 40) + " [step " + std::to_string(s) + "]";
+            const std::string where =
+                g["prompt"].get<std::string>().substr(0, 40) + " [step " + std::to_string(s) + "]";
             for (const json& e : top5) {
                 const double d = std::fabs(logits[e[0].get<int>()] - e[1].get<double>());
                 diffs.push_back(d);
@@ -116,14 +117,15 @@ TEST_P(RealModelTest, LogitsAndGreedyTokensMatchReference) {
             // outside the reference top-5 only where the reference is flat (its five best are near-tied)
             const double spread5 = top5[0][1].get<double>() - top5[4][1].get<double>();
             if (!in_top5) {
-                EXPECT_LT(spread5, tie_gap) << where << ": our greedy token " << ours
-                                            << " is not in the reference top-5 (top-1 to top-5 spread " << spread5 << ")";
+                EXPECT_LT(spread5, tie_gap)
+                    << where << ": our greedy token " << ours
+                    << " is not in the reference top-5 (top-1 to top-5 spread " << spread5 << ")";
             }
             if (ours == top5[0][0].get<int32_t>()) {
                 n_same++;
             } else {
                 EXPECT_LT(gap, tie_gap) << where << ": picked " << ours << ", reference " << top5[0][0]
-                                         << " with a clear top-2 gap " << gap;
+                                        << " with a clear top-2 gap " << gap;
             }
             if (ours != steps[s]["token"].get<int32_t>()) diverged = true;
             if (!diverged) n_free_matched++;
@@ -133,16 +135,18 @@ TEST_P(RealModelTest, LogitsAndGreedyTokensMatchReference) {
     }
     std::sort(diffs.begin(), diffs.end());
     const double median = diffs[diffs.size() / 2];
-    printf("%s: %d prompts, %d steps, greedy token equal at %d steps, free-running greedy matched %d tokens; "
-           "top-5 logit diff median %.3f (limit %.3f), max %.3f (limit %.3f)\n",
-           GetParam().c_str(), n_prompts, n_steps, n_same, n_free_matched, median, tol_median, diffs.back(), tol_max);
+    printf(
+        "%s: %d prompts, %d steps, greedy token equal at %d steps, free-running greedy matched %d tokens; "
+        "top-5 logit diff median %.3f (limit %.3f), max %.3f (limit %.3f)\n",
+        GetParam().c_str(), n_prompts, n_steps, n_same, n_free_matched, median, tol_median, diffs.back(), tol_max);
     EXPECT_LE(median, tol_median);
     EXPECT_GE(n_prompts, 8);
     EXPECT_GE(n_steps, 8 * 32);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, RealModelTest,
-                         ::testing::Values("SmolLM2-135M-Instruct.Q4_1", "gemma-3-270m-q4_k_m"),
-                         [](const auto& info) { return info.param[0] == 'S' ? std::string("SmolLM2") : std::string("Gemma3"); });
+INSTANTIATE_TEST_SUITE_P(Models, RealModelTest, ::testing::Values("SmolLM2-135M-Instruct.Q4_1", "gemma-3-270m-q4_k_m"),
+                         [](const auto& info) {
+                             return info.param[0] == 'S' ? std::string("SmolLM2") : std::string("Gemma3");
+                         });
 
 }  // namespace

@@ -94,7 +94,8 @@ Model* SchedulerMemory::model_ = nullptr;
 // A second prompt sharing most of the first one's tokens: the normal memory keeps the shared prefix, the
 // checkpoint memory can only keep what its cut points allow and processes the rest again.
 TEST_F(SchedulerMemory, PrefixReuseFallsBackToReprocessing) {
-    const std::vector<int32_t> a = encode("The history of the lighthouse begins on a rocky coast where ships were lost.");
+    const std::vector<int32_t> a =
+        encode("The history of the lighthouse begins on a rocky coast where ships were lost.");
     std::vector<int32_t> b(a.begin(), a.end() - 4);
     for (int32_t t : encode(" Sailors told stories about it")) b.push_back(t);
     Result out[2][2];
@@ -106,7 +107,7 @@ TEST_F(SchedulerMemory, PrefixReuseFallsBackToReprocessing) {
     }
     EXPECT_EQ(out[0][0].tokens, out[1][0].tokens);
     EXPECT_EQ(out[0][1].tokens, out[1][1].tokens);
-    EXPECT_EQ(out[0][1].fin.n_cached, (int32_t)a.size() - 4);  // the shared prefix
+    EXPECT_EQ(out[0][1].fin.n_cached, (int32_t)a.size() - 4);   // the shared prefix
     EXPECT_LT(out[1][1].fin.n_cached, out[0][1].fin.n_cached);  // no cut in the middle of the last batch
 }
 

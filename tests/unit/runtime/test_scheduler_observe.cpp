@@ -98,8 +98,9 @@ protected:
 Model* SchedulerObserve::model_ = nullptr;
 
 TEST_F(SchedulerObserve, EachSlotSeesItsOwnRowsInOrderLikeAlone) {
-    const std::vector<std::string> prompts = {"The lighthouse keeper climbed the stairs every evening to light the lamp.",
-                                              "Write a short poem about the sea and the wind."};
+    const std::vector<std::string> prompts =
+        {"The lighthouse keeper climbed the stairs every evening to light the lamp.",
+         "Write a short poem about the sea and the wind."};
     const std::vector<std::vector<Seen>> together = run(prompts, 2);
     for (size_t i = 0; i < prompts.size(); i++) {
         const std::vector<Seen> alone = run({prompts[i]}, 1)[0];

@@ -67,13 +67,14 @@ const char* kTag = "llama 2 layers (test), vocab 2000";
 
 TEST(SlotSave, RoundTripEveryKvType) {
     TempDir tmp;
-    const char* names[] = {"f32",    "f16",    "bf16",      "q8_0",      "q4_0",      "q4_1",      "q5_0",      "q5_1",
-                           "turbo2", "turbo3", "turbo4",    "turbo2_64", "turbo3_64", "turbo4_64", "turbo2_tcq", "turbo3_tcq"};
+    const char* names[] = {"f32",       "f16",       "bf16",       "q8_0",      "q4_0",   "q4_1",
+                           "q5_0",      "q5_1",      "turbo2",     "turbo3",    "turbo4", "turbo2_64",
+                           "turbo3_64", "turbo4_64", "turbo2_tcq", "turbo3_tcq"};
     for (const char* name : names) {
         SCOPED_TRACE(name);
         const GgmlType t = kv_type_from_name(name, "test");
         KvCache kv(params_for(GgmlType::Q8_0, t));  // asymmetric: K and V types both recorded
-        SeqMemory mem_kv(kv, CutPolicy::any);  // the slot actions take the engine's sequence memory
+        SeqMemory mem_kv(kv, CutPolicy::any);       // the slot actions take the engine's sequence memory
         std::vector<int32_t> cache = fill(kv, 1, 9);
         const std::vector<int32_t> tokens = cache;
         const std::vector<uint8_t> before = seq_bytes(kv, 1);
@@ -140,8 +141,10 @@ TEST(SlotSave, RefusesMismatchesAndLeavesTheSlot) {
 }
 
 TEST(SlotSave, FilenameRules) {
-    for (const char* ok : {"x.bin", "slot-0.bin", "a b.bin", ".hidden", "日本.bin"}) EXPECT_TRUE(valid_slot_filename(ok)) << ok;
-    for (const char* bad : {"", ".", "..", "../x.bin", "a/b.bin", "a\\b.bin", "x..bin", "c:x", " x.bin", "x.bin ", "x\n.bin"})
+    for (const char* ok : {"x.bin", "slot-0.bin", "a b.bin", ".hidden", "日本.bin"})
+        EXPECT_TRUE(valid_slot_filename(ok)) << ok;
+    for (const char* bad :
+         {"", ".", "..", "../x.bin", "a/b.bin", "a\\b.bin", "x..bin", "c:x", " x.bin", "x.bin ", "x\n.bin"})
         EXPECT_FALSE(valid_slot_filename(bad)) << bad;
     EXPECT_FALSE(valid_slot_filename(std::string(256, 'a')));
 }

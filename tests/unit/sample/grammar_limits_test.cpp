@@ -31,7 +31,8 @@ TEST(GrammarLimits, DeepGroupsAreRefusedAtTheNestingLimit) {
     EXPECT_NE(e.find("groups nested deeper than 512 (the nesting limit)"), std::string::npos) << e;
     EXPECT_NE(e.find("line 1, column 522"), std::string::npos) << e;  // the group that crosses it
     // Right at the limit, the grammar still parses and matches.
-    const std::string ok = "root ::= " + std::string(kGrammarMaxNesting, '(') + "\"a\"" + std::string(kGrammarMaxNesting, ')');
+    const std::string ok =
+        "root ::= " + std::string(kGrammarMaxNesting, '(') + "\"a\"" + std::string(kGrammarMaxNesting, ')');
     GrammarMatcher m(Grammar::parse(ok));
     EXPECT_TRUE(m.accept("a"));
     EXPECT_TRUE(m.can_end());
@@ -85,14 +86,16 @@ TEST(GrammarLimits, ManyAlternativesAtOnePointAreOverTheStackBudget) {
     std::string g = "root ::= ";
     for (int i = 0; i < 5000; i++) g += (i ? " | \"w" : "\"w") + std::to_string(i) + "\"";
     const std::string e = parse_error(g);
-    EXPECT_NE(e.find("parsed 5000 ways at once, above the matcher's budget of 4096 live stacks"), std::string::npos) << e;
+    EXPECT_NE(e.find("parsed 5000 ways at once, above the matcher's budget of 4096 live stacks"), std::string::npos)
+        << e;
 }
 
 TEST(GrammarLimits, LongLeftEdgeRuleChainsAreBoundedNotRecursed) {
     // r0 starts with r1, which starts with r2, ...: 100,000 rules deep at the left edge. The left-recursion
     // check and the matcher's expansion walk it without recursion; the expansion hits its work budget.
     std::string g = "root ::= r0\n";
-    for (int i = 0; i < 100000; i++) g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\" | \"y\"\n";
+    for (int i = 0; i < 100000; i++)
+        g += "r" + std::to_string(i) + " ::= r" + std::to_string(i + 1) + " \"x\" | \"y\"\n";
     g += "r100000 ::= \"z\"\n";
     const auto t0 = std::chrono::steady_clock::now();
     const std::string e = parse_error(g);
@@ -100,7 +103,8 @@ TEST(GrammarLimits, LongLeftEdgeRuleChainsAreBoundedNotRecursed) {
     EXPECT_LT(seconds_since(t0), 5.0);
     // A long left-recursive cycle is found without recursion too.
     std::string cyc = "root ::= c0\n";
-    for (int i = 0; i < 100000; i++) cyc += "c" + std::to_string(i) + " ::= c" + std::to_string((i + 1) % 100000) + " \"x\"\n";
+    for (int i = 0; i < 100000; i++)
+        cyc += "c" + std::to_string(i) + " ::= c" + std::to_string((i + 1) % 100000) + " \"x\"\n";
     EXPECT_NE(parse_error(cyc).find("left-recursive"), std::string::npos);
 }
 

@@ -18,7 +18,10 @@ namespace {
 // with a leading space, capitalised 3-letter words with a leading space, some multi-byte pieces, one EOG.
 inline std::shared_ptr<GrammarVocab> synthetic_vocab() {
     auto v = std::make_shared<GrammarVocab>();
-    auto add = [&](std::string t, uint8_t eog = 0) { v->text.push_back(std::move(t)); v->is_eog.push_back(eog); };
+    auto add = [&](std::string t, uint8_t eog = 0) {
+        v->text.push_back(std::move(t));
+        v->is_eog.push_back(eog);
+    };
     for (const std::string& pre : {std::string(), std::string(" ")}) {
         for (char a = 'a'; a <= 'z'; a++) {
             add(pre + a);
@@ -31,8 +34,8 @@ inline std::shared_ptr<GrammarVocab> synthetic_vocab() {
     for (char a = 'A'; a <= 'Z'; a++)
         for (char b = 'a'; b <= 'z'; b++)
             for (char c = 'a'; c <= 'z'; c++) add(std::string(" ") + a + b + c);
-    for (const char* t : {"\xc3\xa9", "\xc3", "\xa9", "\xe6\x97\xa5", "\xe6\x97", "\xe6", "\xa5\xe6\x9c\xac", "caf\xc3\xa9",
-                          "\xf0\x9f\x98", "\x80", "{\"", "\":", "\"}", "0", "12", "123", "\n", "  "})
+    for (const char* t : {"\xc3\xa9", "\xc3", "\xa9", "\xe6\x97\xa5", "\xe6\x97", "\xe6", "\xa5\xe6\x9c\xac",
+                          "caf\xc3\xa9", "\xf0\x9f\x98", "\x80", "{\"", "\":", "\"}", "0", "12", "123", "\n", "  "})
         add(t);
     add("", 0);  // a control token
     add("", 1);  // end of generation
@@ -72,7 +75,8 @@ TEST(GrammarScan, TrieScanMatchesPerTokenChecks) {
     const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
         {word_list_grammar(300), {"", "p", "ps", "psla", "psla "}},
         {"root ::= [a-z]+ \"\xc3\xa9\" [^x]*", {"", "ab", "ab\xc3", "ab\xc3\xa9", "ab\xc3\xa9 Q"}},
-        {"root ::= \"\xe6\x97\xa5\xe6\x9c\xac\" | \"caf\" \"\xc3\xa9\" | [0-9]{1,3}", {"", "\xe6", "\xe6\x97", "\xe6\x97\xa5", "caf", "1"}},
+        {"root ::= \"\xe6\x97\xa5\xe6\x9c\xac\" | \"caf\" \"\xc3\xa9\" | [0-9]{1,3}",
+         {"", "\xe6", "\xe6\x97", "\xe6\x97\xa5", "caf", "1"}},
         {"root ::= \"{\\\"\" [a-z ]* \"\\\":\" [0-9]+ \"}\"", {"", "{\"", "{\"ab c", "{\"a\":1"}},
         {"root ::= ( . | [^a] )* \"z\"", {"", "q", "\xf0\x9f"}},
     };
@@ -108,7 +112,8 @@ TEST(GrammarScan, ManyAlternativesScanQuickly) {
         const double second = seconds_since(t0);
         ASSERT_GE(id2, 0);
         // was 0.19 s / 0.86 s for the first scan with a scan token by token (the same vocabulary)
-        std::printf("%d alternatives, %zu tokens: first scan %.4f s, second %.4f s\n", n, v->text.size(), first, second);
+        std::printf("%d alternatives, %zu tokens: first scan %.4f s, second %.4f s\n", n, v->text.size(), first,
+                    second);
         EXPECT_LT(first, 1.5);  // generous: 0.02 s in a Release build, 0.8 s under ASan on a loaded VM
         EXPECT_LT(second, 1.5);
     }

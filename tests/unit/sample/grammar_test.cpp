@@ -31,7 +31,7 @@ TEST(Grammar, LiteralsAlternativesAndSequences) {
     const std::string g = "root ::= \"yes\" | \"no\" | \"may\" \"be\"\n";
     EXPECT_TRUE(full_match(g, "yes"));
     EXPECT_TRUE(full_match(g, "maybe"));
-    EXPECT_FALSE(full_match(g, "ye"));    // a prefix is accepted but cannot end
+    EXPECT_FALSE(full_match(g, "ye"));  // a prefix is accepted but cannot end
     EXPECT_FALSE(full_match(g, "yess"));
     GrammarMatcher m(Grammar::parse(g));
     EXPECT_TRUE(m.allows("y"));
@@ -72,7 +72,7 @@ TEST(Grammar, RulesGroupsCommentsAndEscapes) {
         "# a list of words\n"
         "root ::= word (\", \" word)*  # trailing comment\n"
         "word ::= [a-z]+\n"
-        "  | \"\\\"\" [a-z]* \"\\\"\"\n"   // continuation line starting with '|'
+        "  | \"\\\"\" [a-z]* \"\\\"\"\n"  // continuation line starting with '|'
         "nl ::= \"\\n\\t\\x41\\u00e9\"\n";
     EXPECT_TRUE(full_match(g, "ab, \"q\", c"));
     EXPECT_FALSE(full_match(g, "ab,c"));
@@ -149,7 +149,7 @@ TEST(GrammarConstraint, GreedyTakesTheBestAllowedToken) {
     GrammarConstraint c(Grammar::parse("root ::= \"ab\" \"b\"*"), toy_vocab());
     std::vector<float> logits = {1, 2, 0, 9, 0, 8, 3};  // x best, then EOS, then "ba", b, a
     EXPECT_FALSE(c.allowed(3));
-    EXPECT_FALSE(c.allowed(5));  // the grammar cannot end yet
+    EXPECT_FALSE(c.allowed(5));                // the grammar cannot end yet
     EXPECT_EQ(c.sample(s, logits.data()), 0);  // "a": the best token that starts "ab"
     ASSERT_TRUE(c.accept(0));
     EXPECT_EQ(c.sample(s, logits.data()), 1);  // "b" ("ba" would need another "a")
@@ -167,7 +167,7 @@ TEST(GrammarConstraint, PenaltiesReorderTheCandidates) {
     s.accept(1);  // "b" was generated: its logit 5 becomes 0.05, below "ba"
     GrammarConstraint c(Grammar::parse("root ::= [b] [a]?"), toy_vocab());
     std::vector<float> logits = {9, 5, 0, 8, 0, 0, 1};  // a and x are not allowed first
-    EXPECT_EQ(c.sample(s, logits.data()), 6);  // "ba"
+    EXPECT_EQ(c.sample(s, logits.data()), 6);           // "ba"
 }
 
 TEST(GrammarConstraint, SampledTokensAreAlwaysAllowed) {

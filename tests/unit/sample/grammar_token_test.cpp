@@ -40,8 +40,8 @@ TEST(GrammarToken, NegatedClassesAndDotNeverMatchATokenTerminal) {
     GrammarConstraint c(Grammar::parse("root ::= ( . | [^x] )* ( <[3]> \"{}\" )?"), mistral_vocab());
     EXPECT_FALSE(c.allowed(2));  // not named at all
     EXPECT_TRUE(c.allowed(3));
-    EXPECT_TRUE(c.allowed(6));   // text is text
-    ASSERT_TRUE(c.accept(8));    // half a character: no whole token may come now
+    EXPECT_TRUE(c.allowed(6));  // text is text
+    ASSERT_TRUE(c.accept(8));   // half a character: no whole token may come now
     EXPECT_FALSE(c.allowed(3));
     GrammarMatcher m(Grammar::parse("root ::= [^a] <[3]>"));
     EXPECT_FALSE(m.accept_token(3));  // [^a] must take a character first

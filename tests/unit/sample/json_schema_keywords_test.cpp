@@ -38,7 +38,8 @@ void expect_exact_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
     const auto g = Grammar::parse("root ::= " + gbnf_int_range(lo, hi, "#") + "\n");
     for (int64_t v = -1200; v <= 1200; v++) {
         const bool in = (!lo || v >= *lo) && (!hi || v <= *hi);
-        ASSERT_EQ(matches(g, std::to_string(v)), in) << v << " in [" << (lo ? *lo : -999999) << ", " << (hi ? *hi : 999999) << "]";
+        ASSERT_EQ(matches(g, std::to_string(v)), in)
+            << v << " in [" << (lo ? *lo : -999999) << ", " << (hi ? *hi : 999999) << "]";
     }
     for (const char* bad : {"-0", "00", "007", "+5", "", "-", "1.0"}) EXPECT_FALSE(matches(g, bad)) << bad;
 }
@@ -71,8 +72,10 @@ TEST(JsonSchemaRange, SchemaBoundsIncludingExclusiveAndFractional) {
     EXPECT_NE(schema_error(R"({"type": "integer", "minimum": 5, "maximum": 4})").find("empty"), std::string::npos);
     EXPECT_NE(schema_error(R"({"type": "integer", "minimum": 1e17})").find("beyond 16 digits"), std::string::npos);
     EXPECT_TRUE(schema_matches(R"({"type": "integer", "maximum": 1e17})", "-12"));  // no 16-digit integer exceeds it
-    EXPECT_TRUE(schema_matches(R"({"allOf": [{"type": "string", "format": "date"}], "title": "d"})", R"("2026-01-31")"));
-    EXPECT_NE(schema_error(R"({"type": "number", "minimum": 0})").find("'minimum' on type 'number'"), std::string::npos);
+    EXPECT_TRUE(
+        schema_matches(R"({"allOf": [{"type": "string", "format": "date"}], "title": "d"})", R"("2026-01-31")"));
+    EXPECT_NE(schema_error(R"({"type": "number", "minimum": 0})").find("'minimum' on type 'number'"),
+              std::string::npos);
     EXPECT_NE(schema_error(R"({"type": "integer", "exclusiveMinimum": true})").find("boolean form"), std::string::npos);
 }
 
@@ -81,19 +84,33 @@ std::string pattern_schema(const std::string& re) { return Json({{"type", "strin
 TEST(JsonSchemaPattern, RegexSubsetMatchesLikeStdRegex) {
     // Each pattern is checked against std::regex (ECMAScript) on the same strings: the grammar must accept
     // the JSON string exactly when the regex matches (search semantics unless anchored).
-    const std::vector<std::string> patterns = {
-        "^[A-Z][a-z]+$", "^\\d{3}-\\d{4}$", "^(cat|dog)s?$", "^a.c$", "^[^0-9]{2,3}$", "^x*y+z?$",
-        "^(ab){2}$", "^\\w+@\\w+\\.com$", "^[a-c\\d_-]+$", "ab", "^a", "b$", "^\\s?\\S$", "^(?:x|yz)+?$",
-        "^\"\\\\$"};
-    const std::vector<std::string> texts = {"Tom", "tom", "TOM", "555-1234", "55-1234", "cat", "cats", "dogs", "cow",
-                                            "abc", "a\nc", "axc", "ab", "xy", "xx", "yyz", "z", "abab", "ab1",
-                                            "me@site.com", "me@site.org", "a-b_9", "ABC", "xaby", "ba", "a", "b",
-                                            " q", "q", "  ", "xyzx", "x", "Aé", "\"\\", "", "0a"};
+    const std::vector<std::string> patterns = {"^[A-Z][a-z]+$",
+                                               "^\\d{3}-\\d{4}$",
+                                               "^(cat|dog)s?$",
+                                               "^a.c$",
+                                               "^[^0-9]{2,3}$",
+                                               "^x*y+z?$",
+                                               "^(ab){2}$",
+                                               "^\\w+@\\w+\\.com$",
+                                               "^[a-c\\d_-]+$",
+                                               "ab",
+                                               "^a",
+                                               "b$",
+                                               "^\\s?\\S$",
+                                               "^(?:x|yz)+?$",
+                                               "^\"\\\\$"};
+    const std::vector<std::string> texts = {"Tom",  "tom",         "TOM",         "555-1234", "55-1234", "cat",
+                                            "cats", "dogs",        "cow",         "abc",      "a\nc",    "axc",
+                                            "ab",   "xy",          "xx",          "yyz",      "z",       "abab",
+                                            "ab1",  "me@site.com", "me@site.org", "a-b_9",    "ABC",     "xaby",
+                                            "ba",   "a",           "b",           " q",       "q",       "  ",
+                                            "xyzx", "x",           "Aé",          "\"\\",     "",        "0a"};
     for (const std::string& re : patterns) {
         const auto g = Grammar::parse(json_schema_to_gbnf(Json::parse(pattern_schema(re))));
         const std::regex r(re, std::regex::ECMAScript);
         for (const std::string& t : texts)
-            EXPECT_EQ(matches(g, Json(t).dump()), std::regex_search(t, r)) << "pattern " << re << " text " << Json(t).dump();
+            EXPECT_EQ(matches(g, Json(t).dump()), std::regex_search(t, r))
+                << "pattern " << re << " text " << Json(t).dump();
     }
 }
 
@@ -127,7 +144,8 @@ TEST(JsonSchemaFormat, DateTimeUuidAndRefusals) {
     EXPECT_FALSE(schema_matches(R"({"type": "string", "format": "date-time"})", R"("2026-11-22 17:45:09Z")"));
     EXPECT_TRUE(schema_matches(R"({"format": "uuid"})", R"("123e4567-e89b-12d3-a456-426614174000")"));
     EXPECT_FALSE(schema_matches(R"({"format": "uuid"})", R"("123e4567e89b12d3a456426614174000")"));
-    EXPECT_NE(schema_error(R"({"type": "string", "format": "email"})").find("unsupported 'format' \"email\""), std::string::npos);
+    EXPECT_NE(schema_error(R"({"type": "string", "format": "email"})").find("unsupported 'format' \"email\""),
+              std::string::npos);
 }
 
 TEST(JsonSchemaObjects, AllOfMergesAndAdditionalPropertiesSchema) {
@@ -138,13 +156,15 @@ TEST(JsonSchemaObjects, AllOfMergesAndAdditionalPropertiesSchema) {
     EXPECT_TRUE(schema_matches(all, R"({"name": "Tom", "age": 3})"));
     EXPECT_FALSE(schema_matches(all, R"({"name": "Tom"})"));
     EXPECT_FALSE(schema_matches(all, R"({"name": "Tom", "age": -3})"));
-    EXPECT_NE(schema_error(R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})").find("'allOf' with"), std::string::npos);
+    EXPECT_NE(schema_error(R"({"allOf": [{"type": "string"}, {"maxLength": 3}]})").find("'allOf' with"),
+              std::string::npos);
     const std::string ap = R"({"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
                                "additionalProperties": {"type": "boolean"}})";
     EXPECT_TRUE(schema_matches(ap, R"({"id": 1})"));
     EXPECT_TRUE(schema_matches(ap, R"({"id": 1, "x": true, "y": false})"));
     EXPECT_FALSE(schema_matches(ap, R"({"id": 1, "x": 2})"));
-    const std::string opt = R"({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": true})";
+    const std::string opt =
+        R"({"type": "object", "properties": {"id": {"type": "integer"}}, "additionalProperties": true})";
     EXPECT_TRUE(schema_matches(opt, R"({})"));
     EXPECT_TRUE(schema_matches(opt, R"({"z": [1], "id": 2})"));
     EXPECT_TRUE(schema_matches(opt, R"({"id": 2, "z": null})"));
@@ -152,7 +172,8 @@ TEST(JsonSchemaObjects, AllOfMergesAndAdditionalPropertiesSchema) {
 }
 
 TEST(JsonSchemaArrays, PrefixItems) {
-    const std::string tuple = R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false,
+    const std::string tuple =
+        R"({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": false,
                                   "minItems": 1})";
     EXPECT_FALSE(schema_matches(tuple, "[]"));
     EXPECT_TRUE(schema_matches(tuple, R"(["a"])"));

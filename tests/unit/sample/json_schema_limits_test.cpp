@@ -85,7 +85,8 @@ TEST(JsonSchemaLimits, DeepNestingIsRefusedAtALimitNotTheStack) {
 TEST(JsonSchemaLimits, DeepRegexGroupsAreRefused) {
     const std::string pattern = std::string(100000, '(') + "a" + std::string(100000, ')');
     const std::string e = schema_error(Json{{"type", "string"}, {"pattern", pattern}});
-    EXPECT_NE(e.find("groups nested deeper than 64 (the nesting limit) at character 64"), std::string::npos) << e.substr(0, 200);
+    EXPECT_NE(e.find("groups nested deeper than 64 (the nesting limit) at character 64"), std::string::npos)
+        << e.substr(0, 200);
     // An unbounded repetition of a group that can match nothing (the fuzzer's find) is named, not left to
     // the grammar parser's left-recursion error on a generated rule.
     for (const char* p : {"(?:ab|[^c]*)+", "(a?)*", "(|a){2,}"}) {
@@ -99,7 +100,8 @@ TEST(JsonSchemaLimits, DeepRegexGroupsAreRefused) {
 
 TEST(JsonSchemaLimits, RefCyclesAreNamed) {
     const Json direct = Json::parse(R"({"$defs": {"A": {"$ref": "#/$defs/A"}}, "$ref": "#/$defs/A"})");
-    EXPECT_NE(schema_error(direct).find("a '$ref' cycle (#/$defs/A -> #/$defs/A)"), std::string::npos) << schema_error(direct);
+    EXPECT_NE(schema_error(direct).find("a '$ref' cycle (#/$defs/A -> #/$defs/A)"), std::string::npos)
+        << schema_error(direct);
     const Json pair = Json::parse(R"({"$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"allOf": [{"$ref": "#/$defs/A"}]}},
                                       "type": "object", "properties": {"x": {"$ref": "#/$defs/A"}}})");
     EXPECT_NE(schema_error(pair).find("a '$ref' cycle (#/$defs/A -> #/$defs/B -> #/$defs/A) at #/properties/x"),
@@ -110,7 +112,8 @@ TEST(JsonSchemaLimits, RefCyclesAreNamed) {
                                         "allOf": [{"$ref": "#/$defs/A"}, {"properties": {"x": {}}}]})");
     const auto t0 = std::chrono::steady_clock::now();
     const std::string e = schema_error(all_of);
-    EXPECT_NE(e.find("a '$ref' cycle in 'allOf' (#/$defs/A -> #/$defs/B -> #/$defs/A) at #/allOf/0"), std::string::npos) << e;
+    EXPECT_NE(e.find("a '$ref' cycle in 'allOf' (#/$defs/A -> #/$defs/B -> #/$defs/A) at #/allOf/0"), std::string::npos)
+        << e;
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
     // A recursive schema whose $ref sits behind text (a tree) is not a cycle.
     const Json tree = Json::parse(R"({"$defs": {"T": {"type": "object", "properties": {"kids": {"type": "array",
@@ -154,7 +157,8 @@ TEST(JsonSchemaLimits, ExponentialAllOfInliningHitsTheCompileBudget) {
     // Each definition has two properties that merge (allOf) the next one: 2^40 copies written out.
     Json defs = Json::object();
     for (int i = 0; i < 40; i++) {
-        const Json next = {{"allOf", Json::array({{{"$ref", "#/$defs/D" + std::to_string(i + 1)}}, {{"required", Json::array()}}})}};
+        const Json next = {
+            {"allOf", Json::array({{{"$ref", "#/$defs/D" + std::to_string(i + 1)}}, {{"required", Json::array()}}})}};
         defs["D" + std::to_string(i)] = {{"type", "object"}, {"properties", {{"a", next}, {"b", next}}}};
     }
     defs["D40"] = {{"type", "object"}, {"properties", {{"z", {{"type", "null"}}}}}};

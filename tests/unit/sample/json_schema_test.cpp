@@ -34,9 +34,9 @@ TEST(JsonSchema, JsonObjectGrammar) {
     const std::string g = json_object_gbnf();
     EXPECT_TRUE(matches(g, R"({"a": [1, -2.5e3, true, null, {"b": "c\n\u00e9"}], "d": {}})"));
     EXPECT_TRUE(matches(g, "{\n  \"k\": \"v\"\n}"));
-    EXPECT_FALSE(matches(g, R"([1, 2])"));       // an object, not any value
-    EXPECT_FALSE(matches(g, R"({"a": 01})"));    // no leading zeros
-    EXPECT_FALSE(matches(g, R"({"a": 1,})"));    // no trailing comma
+    EXPECT_FALSE(matches(g, R"([1, 2])"));          // an object, not any value
+    EXPECT_FALSE(matches(g, R"({"a": 01})"));       // no leading zeros
+    EXPECT_FALSE(matches(g, R"({"a": 1,})"));       // no trailing comma
     EXPECT_FALSE(matches(g, "{\"a\": \"x\ny\"}"));  // raw control character in a string
 }
 
@@ -45,8 +45,8 @@ TEST(JsonSchema, ObjectPropertiesRequiredAndOptional) {
                         "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["name", "age"]})";
     EXPECT_TRUE(schema_matches(s, R"({"name": "Al", "age": 3})"));
     EXPECT_TRUE(schema_matches(s, R"({"name": "Al", "age": 3, "tags": ["x", "y"]})"));
-    EXPECT_FALSE(schema_matches(s, R"({"name": "Al"})"));              // age is required
-    EXPECT_FALSE(schema_matches(s, R"({"name": "Al", "age": 3.5})"));  // integer
+    EXPECT_FALSE(schema_matches(s, R"({"name": "Al"})"));                    // age is required
+    EXPECT_FALSE(schema_matches(s, R"({"name": "Al", "age": 3.5})"));        // integer
     EXPECT_FALSE(schema_matches(s, R"({"name": "Al", "age": 3, "x": 1})"));  // no other keys
     const char* all_optional = R"({"type": "object", "properties": {"a": {"type": "boolean"}, "b": {"type": "null"}}})";
     EXPECT_TRUE(schema_matches(all_optional, "{}"));
@@ -86,7 +86,8 @@ TEST(JsonSchema, RefsToDefsIncludingRecursion) {
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
-    EXPECT_NE(schema_error(R"({"type": "string", "contentEncoding": "base64"})").find("unsupported keyword 'contentEncoding' at #"),
+    EXPECT_NE(schema_error(R"({"type": "string", "contentEncoding": "base64"})")
+                  .find("unsupported keyword 'contentEncoding' at #"),
               std::string::npos);
     EXPECT_NE(schema_error(R"({"type": "object", "properties": {"n": {"type": "number", "minimum": 0}}})")
                   .find("'minimum' on type 'number' at #/properties/n"),
@@ -94,7 +95,8 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
     EXPECT_NE(schema_error(R"({"$ref": "http://x/y"})").find("not a local definition"), std::string::npos);
     EXPECT_NE(schema_error(R"({"$ref": "#/$defs/missing"})").find("missing definition"), std::string::npos);
     EXPECT_NE(schema_error(R"({"type": "blob"})").find("unknown type 'blob'"), std::string::npos);
-    EXPECT_NE(schema_error(R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})").find("not in 'properties'"),
+    EXPECT_NE(schema_error(R"({"type": "object", "properties": {"a": {}}, "required": ["b"]})")
+                  .find("not in 'properties'"),
               std::string::npos);
 }
 

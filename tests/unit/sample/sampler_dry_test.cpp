@@ -86,7 +86,8 @@ TEST(SamplerDry, MatchesTheRuleOnRandomHistories) {
             for (int32_t b = 0; b < 3; b++) {
                 const double wa = want.count(a) ? want.at(a) : 0, wb = want.count(b) ? want.at(b) : 0;
                 const double ga = got.count(a) ? got.at(a) : 0, gb = got.count(b) ? got.at(b) : 0;
-                ASSERT_NEAR(wa - wb, ga - gb, 1e-3 * (1 + std::fabs(wa - wb))) << "trial " << trial << " tokens " << a << ", " << b;
+                ASSERT_NEAR(wa - wb, ga - gb, 1e-3 * (1 + std::fabs(wa - wb)))
+                    << "trial " << trial << " tokens " << a << ", " << b;
             }
     }
     EXPECT_GT(n_penalized, 120);  // the histories do repeat (149 of 200 with this seed)
@@ -103,7 +104,7 @@ TEST(SamplerDry, BreakersEndARepeat) {
     // a breaker that spans two tokens: "cd" (tokens 2 and 3 without the newline piece)
     b->piece = [](int32_t id) { return std::string(1, (char)('a' + id)); };
     b->strings = {"cd"};
-    EXPECT_TRUE(penalties_seen(p, {1, 2, 3, 4, 1, 2, 3}, 8).empty());  // "b c d": the tail "c d" holds "cd"
+    EXPECT_TRUE(penalties_seen(p, {1, 2, 3, 4, 1, 2, 3}, 8).empty());   // "b c d": the tail "c d" holds "cd"
     EXPECT_EQ(penalties_seen(p, {5, 1, 2, 6, 5, 1, 2}, 8).size(), 1u);  // no "cd" anywhere: 6 is penalized
 }
 
@@ -154,8 +155,10 @@ TEST(SamplerOrder, ParsesNamesLettersAndAliases) {
     EXPECT_EQ(parse_sampler_order("top-k;nucleus;temp;typical;min-p"),
               (std::vector<S>{S::top_k, S::top_p, S::temperature, S::typical, S::min_p}));
     EXPECT_EQ(parse_sampler_order("dry"), (std::vector<S>{S::dry}));
-    EXPECT_EQ(parse_sampler_order(std::vector<std::string>{"penalties", "xtc"}), (std::vector<S>{S::penalties, S::xtc}));
-    EXPECT_EQ(sampler_order_name(default_sampler_order()), "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature");
+    EXPECT_EQ(parse_sampler_order(std::vector<std::string>{"penalties", "xtc"}),
+              (std::vector<S>{S::penalties, S::xtc}));
+    EXPECT_EQ(sampler_order_name(default_sampler_order()),
+              "penalties;dry;top_n_sigma;top_k;typ_p;top_p;min_p;xtc;temperature");
     EXPECT_EQ(parse_sampler_order(sampler_order_name(default_sampler_order())), default_sampler_order());
     EXPECT_EQ(parse_sampler_order("edskypmxt"), default_sampler_order());
     EXPECT_THROW(parse_sampler_order("top_k;bogus"), Error);

@@ -86,7 +86,8 @@ TEST(SamplerExtended, DynamicTemperatureFollowsTheEntropy) {
     Sampler t(p, 4);
     t.apply(sharp.data());
     // p0 at temp 1: 0.99986, entropy 0.0017 nats / ln 4 -> T = 0.5 + 1.0 * 0.0012 ~ 0.5012
-    const double T = 0.5 + std::pow(-(0.999864 * std::log(0.999864) + 3 * 4.54e-5 * std::log(4.54e-5)) / std::log(4.0), 1.0);
+    const double T =
+        0.5 + std::pow(-(0.999864 * std::log(0.999864) + 3 * 4.54e-5 * std::log(4.54e-5)) / std::log(4.0), 1.0);
     const double z = std::exp(10 / T) + 3;
     EXPECT_NEAR(t.prob_of(1), 1 / z, 1e-7);
 }
@@ -120,7 +121,8 @@ TEST(SamplerExtended, FullChainAgreesWithTheDefaultChain) {
         Sampler full(p, 1000);
         full.apply(l.data());
         ASSERT_EQ(fast.candidates().size(), full.candidates().size()) << variant;
-        for (const TokenProb& t : full.candidates()) EXPECT_NEAR(fast.prob_of(t.id), t.p, 1e-6) << variant << " " << t.id;
+        for (const TokenProb& t : full.candidates())
+            EXPECT_NEAR(fast.prob_of(t.id), t.p, 1e-6) << variant << " " << t.id;
     }
 }
 
@@ -139,7 +141,7 @@ TEST(SamplerExtended, MirostatTwoCapsSurpriseAndAdapts) {
     s.accept(1);  // surprise log2(0.875 / 0.25) = 1.807 bits: mu = 3.2 - (1.807 - 1.6) = 2.993
     s.apply(kLogits.data());
     EXPECT_EQ(ids(s), (std::vector<int32_t>{0, 1}));  // token 2's 3 bits are now over the cap
-    s.accept(4);  // not offered (a forced token): mu stays
+    s.accept(4);                                      // not offered (a forced token): mu stays
     s.apply(kLogits.data());
     EXPECT_EQ(ids(s).size(), 2u);
     s.accept(0);  // surprise log2(0.75 / 0.5) = 0.585: mu = 2.993 + (1.6 - 0.585) = 4.008: all five stay

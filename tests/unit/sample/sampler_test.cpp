@@ -136,7 +136,7 @@ TEST(LogitBias, AppliesBeforeEverythingElse) {
     const std::vector<float> l = {0.1f, 2.0f, -1.0f, 2.0f, 1.9f, 0.0f};
     SamplingParams p = plain(0.0f);
     p.logit_bias = {{1, -std::numeric_limits<float>::infinity()}};
-    EXPECT_EQ(Sampler(p, 6).sample(l.data()), 3);  // 1 banned: the tie goes to 3
+    EXPECT_EQ(Sampler(p, 6).sample(l.data()), 3);         // 1 banned: the tie goes to 3
     p.logit_bias = {{1, -1.0f}, {2, 10.0f}, {2, -5.0f}};  // entries for one token add up
     EXPECT_EQ(Sampler(p, 6).sample(l.data()), 2);
     p = plain(1.0f);
@@ -206,8 +206,7 @@ TEST(TopP, KeepsSmallestPrefixReachingP) {
     };
     // sorted: 1 (0.5), 3 (0.2), 0 (0.15), 4 (0.1), 2 (0.05); cumulative 0.5, 0.7, 0.85, 0.95, 1.0
     const Case cases[] = {
-        {0.0f, {1}},          {0.3f, {1}},             {0.6f, {1, 3}},
-        {0.8f, {1, 3, 0}},    {0.9f, {1, 3, 0, 4}},    {0.99f, {1, 3, 0, 4, 2}},
+        {0.0f, {1}}, {0.3f, {1}}, {0.6f, {1, 3}}, {0.8f, {1, 3, 0}}, {0.9f, {1, 3, 0, 4}}, {0.99f, {1, 3, 0, 4, 2}},
     };
     for (const Case& c : cases) {
         SamplingParams p = plain();
@@ -229,8 +228,12 @@ TEST(MinP, KeepsTokensAboveFractionOfMax) {
         std::vector<int32_t> ids;  // sorted ids: min-p alone does not sort
     };
     // p / p_max: id0 0.3, id1 1, id2 0.1, id3 0.4, id4 0.2
-    const Case cases[] = {{0.05f, {0, 1, 2, 3, 4}}, {0.15f, {0, 1, 3, 4}}, {0.25f, {0, 1, 3}},
-                          {0.35f, {1, 3}},          {0.5f, {1}},             {1.0f, {1}},
+    const Case cases[] = {{0.05f, {0, 1, 2, 3, 4}},
+                          {0.15f, {0, 1, 3, 4}},
+                          {0.25f, {0, 1, 3}},
+                          {0.35f, {1, 3}},
+                          {0.5f, {1}},
+                          {1.0f, {1}},
                           {2.0f, {1}}};
     for (const Case& c : cases) {
         SamplingParams p = plain();
@@ -432,8 +435,7 @@ TEST(Distribution, FrequenciesMatchSoftmax) {
         chi2 += (counts[i] - e) * (counts[i] - e) / e;
     }
     // 4 degrees of freedom: P(chi2 > 30) ~ 5e-6.
-    EXPECT_LT(chi2, 30.0) << counts[0] << " " << counts[1] << " " << counts[2] << " " << counts[3] << " "
-                          << counts[4];
+    EXPECT_LT(chi2, 30.0) << counts[0] << " " << counts[1] << " " << counts[2] << " " << counts[3] << " " << counts[4];
 }
 
 TEST(Distribution, UniformAndDraw) {
@@ -459,8 +461,7 @@ TEST(LargeVocab, TopKMatchesFullSort) {
     s.apply(l.data());
     std::vector<int32_t> order(static_cast<size_t>(n));
     for (int32_t i = 0; i < n; i++) order[i] = i;
-    std::sort(order.begin(), order.end(),
-              [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
+    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); });
     order.resize(40);
     EXPECT_EQ(ids_of(s.candidates()), order);
     EXPECT_NEAR(sum_p(s.candidates()), 1.0, 1e-5);

@@ -50,7 +50,8 @@ TEST(AnthropicToChat, SystemBlocksToolTurnsAndFields) {
     EXPECT_EQ(chat["max_tokens"], bee::server::kAnthropicDefaultMaxTokens);
     EXPECT_EQ(chat["top_k"], 3);
     EXPECT_EQ(chat["thinking_budget_tokens"], 64);
-    EXPECT_EQ(bee::server::anthropic_to_chat(Json::parse(R"({"messages": [], "tool_choice": {"type": "any"}})"))["tool_choice"],
+    EXPECT_EQ(bee::server::anthropic_to_chat(
+                  Json::parse(R"({"messages": [], "tool_choice": {"type": "any"}})"))["tool_choice"],
               "required");
 }
 
@@ -117,11 +118,12 @@ TEST(ResponsesToChat, ItemsMergeIntoTurns) {
 }
 
 TEST(ResponsesToChat, WrongTypesAre400) {
-    for (const char* text : {R"({})", R"({"input": 1})", R"({"input": [1]})", R"({"input": [{"role": "user", "content": 2}]})",
-                             R"({"input": [{"type": "item_reference"}]})", R"({"input": "x", "previous_response_id": "r"})",
-                             R"({"input": "x", "tools": [{"type": "function"}]})", R"({"input": "x", "tool_choice": 3})",
-                             R"({"input": "x", "text": {"format": {"type": "yaml"}}})",
-                             R"({"input": [{"type": "function_call", "call_id": "c", "name": "w"}]})"})
+    for (const char* text :
+         {R"({})", R"({"input": 1})", R"({"input": [1]})", R"({"input": [{"role": "user", "content": 2}]})",
+          R"({"input": [{"type": "item_reference"}]})", R"({"input": "x", "previous_response_id": "r"})",
+          R"({"input": "x", "tools": [{"type": "function"}]})", R"({"input": "x", "tool_choice": 3})",
+          R"({"input": "x", "text": {"format": {"type": "yaml"}}})",
+          R"({"input": [{"type": "function_call", "call_id": "c", "name": "w"}]})"})
         EXPECT_EQ(status_of([&] { bee::server::responses_to_chat(Json::parse(text)); }), 400) << text;
 }
 

@@ -91,10 +91,12 @@ std::string get_int_error(const char* json) {
 
 TEST(GetInt, OutOfRangeNumbersAreRefusedNotConverted) {
     EXPECT_EQ(bee::server::get_int(bee::server::Json::parse(R"({"n": 64.0})"), "n", 0, -1, 100), 64);
-    EXPECT_NE(get_int_error(R"({"n": 266666666666666666666666666666666666666})").find("must be in [-1, 100]"), std::string::npos);
+    EXPECT_NE(get_int_error(R"({"n": 266666666666666666666666666666666666666})").find("must be in [-1, 100]"),
+              std::string::npos);
     EXPECT_NE(get_int_error(R"({"n": -1e300})").find("must be in [-1, 100]"), std::string::npos);
     EXPECT_NE(get_int_error(R"({"n": 9223372036854775808.0})").find("must be in [-1, 100]"), std::string::npos);
-    EXPECT_NE(get_int_error(R"({"n": 18446744073709551615})").find("18446744073709551615"), std::string::npos);  // not -1
+    EXPECT_NE(get_int_error(R"({"n": 18446744073709551615})").find("18446744073709551615"),
+              std::string::npos);  // not -1
     EXPECT_NE(get_int_error(R"({"n": 1.5})").find("must be an integer"), std::string::npos);
 }
 

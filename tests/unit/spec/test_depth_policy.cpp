@@ -33,7 +33,7 @@ int accept_three(int d) { return d < 3 ? d : 3; }
 DepthParams adaptive(const char* controller) {
     DepthParams p;
     p.controller = controller;
-    p.explore_interval = 0;    // no exploration rungs: the decided depth is what next() returns
+    p.explore_interval = 0;  // no exploration rungs: the decided depth is what next() returns
     p.baseline_interval = 0;
     return p;
 }
@@ -78,7 +78,7 @@ TEST(DepthPolicy, FringeFollowsAcceptanceAtTheEdge) {
 }
 
 TEST(VerifyCost, LinearInRowsPerContextBucket) {
-    VerifyCostModel m(1.0);  // alpha 1: the last sample
+    VerifyCostModel m(1.0);           // alpha 1: the last sample
     EXPECT_LT(m.predict(100, 0), 0);  // nothing measured
     m.add(100, 4, 30);                // a drafted cycle before any plain one is not usable
     EXPECT_LT(m.predict(100, 4), 0);

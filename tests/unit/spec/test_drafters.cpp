@@ -208,7 +208,7 @@ TEST(Suffix, ChainStopsWhereARowNoLongerPays) {
     EXPECT_EQ(free_rows[0], 104);
     EXPECT_EQ(free_rows[1], 105);
     EXPECT_EQ(chain(0.6), (std::vector<int32_t>{104}));  // 0.5 <= 0.6 (1 + 1) / (1 + 0.6)
-    EXPECT_EQ(chain(0.3).size(), free_rows.size());       // 0.5 > 0.3 (1 + 1) / (1 + 0.3)
+    EXPECT_EQ(chain(0.3).size(), free_rows.size());      // 0.5 > 0.3 (1 + 1) / (1 + 0.3)
 }
 
 TEST(Suffix, LongestFrequentContinuationAndGlobalTree) {

@@ -29,11 +29,11 @@ const Model& target() {
 
 struct HeadSpec {
     int H = 64, Ht = 64, n_head = 4, n_head_kv = 2, n_ff = 96;
-    int n_draft = 0;                      // > 0: a d2t of this many ids
+    int n_draft = 0;  // > 0: a d2t of this many ids
     GgmlType d2t_type = GgmlType::I64;
-    int32_t d2t_last = -1;                // >= 0: the last d2t id (out-of-range tests)
+    int32_t d2t_last = -1;  // >= 0: the last d2t id (out-of-range tests)
     bool norm_before_fc = false, norm_before_residual = false;
-    bool write_enc_norm = true;           // enc.output_norm.weight when norm_before_fc
+    bool write_enc_norm = true;  // enc.output_norm.weight when norm_before_fc
     bool own_embd = true, own_output = true;
     std::vector<int32_t> layers = {1, 2, 3};
     const char* layer_key = "eagle3.target_layers";
@@ -149,15 +149,15 @@ TEST_P(Eagle3Load, BindsAndDecodes) {
     load_and_decode(s);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Variants, Eagle3Load,
-    ::testing::Values(Variant{"plain", 0, false, false, true, true}, Variant{"d2t", 40, false, false, true, true},
-                      Variant{"norm_before_fc", 40, true, false, true, true},
-                      Variant{"norm_before_residual", 0, false, true, true, true},
-                      Variant{"shared_output", 0, false, false, true, false},
-                      Variant{"shared_embd_and_output", 0, true, false, false, false},
-                      Variant{"d2t_shared_embd", 25, false, false, false, true}),
-    [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Variants, Eagle3Load,
+                         ::testing::Values(Variant{"plain", 0, false, false, true, true},
+                                           Variant{"d2t", 40, false, false, true, true},
+                                           Variant{"norm_before_fc", 40, true, false, true, true},
+                                           Variant{"norm_before_residual", 0, false, true, true, true},
+                                           Variant{"shared_output", 0, false, false, true, false},
+                                           Variant{"shared_embd_and_output", 0, true, false, false, false},
+                                           Variant{"d2t_shared_embd", 25, false, false, false, true}),
+                         [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
 
 TEST(Eagle3Load, LayerIdOfTheFinalStateIsAccepted) {
     HeadSpec s;

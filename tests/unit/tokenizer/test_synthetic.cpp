@@ -161,8 +161,8 @@ std::vector<uint8_t> spm_image(const std::vector<std::pair<std::string, float>>&
 TEST(SyntheticSpm, ScoresPickMerges) {
     // ids: 259 "▁", 260 "a", 261 "b", 262 "c", 263 "ab", 264 "bc", 265 "▁a"
     const std::string sp = "\xE2\x96\x81";
-    auto tok = make(spm_image({{sp, -5}, {"a", -1}, {"b", -1}, {"c", -1}, {"ab", -3}, {"bc", -2}, {sp + "a", -4}},
-                              true));
+    auto tok =
+        make(spm_image({{sp, -5}, {"a", -1}, {"b", -1}, {"c", -1}, {"ab", -3}, {"bc", -2}, {sp + "a", -4}}, true));
     EXPECT_TRUE(tok->add_bos());
     // "▁abc": bc (-2) beats ab (-3) and ▁a (-4); then ▁a.
     EXPECT_EQ(tok->encode("abc", true, false), (Ids{1, 265, 264}));
@@ -178,8 +178,10 @@ TEST(SyntheticSpm, StreamDecoderReplacesInvalidBytes) {
     auto tok = make(spm_image({{"a", -1}}, false));
     StreamDecoder sd(*tok);
     EXPECT_EQ(sd.push(3 + 0xFF), "\xEF\xBF\xBD");  // never valid: replaced at once
-    EXPECT_EQ(sd.push(3 + 0xE4), "");                // could still become a character
-    EXPECT_EQ(sd.push(259), "\xEF\xBF\xBD" "a");     // ...but "a" breaks it
+    EXPECT_EQ(sd.push(3 + 0xE4), "");              // could still become a character
+    EXPECT_EQ(sd.push(259),
+              "\xEF\xBF\xBD"
+              "a");  // ...but "a" breaks it
     EXPECT_EQ(sd.push(3 + 0xC3), "");
     EXPECT_EQ(sd.push(3 + 0xA9), "\xC3\xA9");
     EXPECT_EQ(sd.push(1), "");  // <s> renders only with special = true

@@ -19,14 +19,20 @@ TEST(Unicode, Utf8Decode) {
     size_t bad = 0;
     EXPECT_EQ(utf8_decode("\xF0\x9F\xA6\x99", 4, &cp), 4);
     EXPECT_EQ(cp, 0x1F999u);
-    EXPECT_EQ(utf8_decode("\xF0\x9F", 2, &cp), -1);          // truncated
-    EXPECT_EQ(utf8_decode("\xF0\x9F" "A", 3, &cp, &bad), 0);  // broken: maximal subpart is 2 bytes
+    EXPECT_EQ(utf8_decode("\xF0\x9F", 2, &cp), -1);  // truncated
+    EXPECT_EQ(utf8_decode("\xF0\x9F"
+                          "A",
+                          3, &cp, &bad),
+              0);  // broken: maximal subpart is 2 bytes
     EXPECT_EQ(bad, 2u);
     EXPECT_EQ(utf8_decode("\xC0\xAF", 2, &cp, &bad), 0);  // overlong
     EXPECT_EQ(utf8_decode("\xED\xA0\x80", 3, &cp), 0);    // surrogate
     EXPECT_TRUE(utf8_is_valid("caf\xC3\xA9"));
     EXPECT_FALSE(utf8_is_valid("caf\xC3"));
-    EXPECT_EQ(utf8_sanitize("a\xF0\x9F" "b\xFF"), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD");
+    EXPECT_EQ(utf8_sanitize("a\xF0\x9F"
+                            "b\xFF"),
+              "a\xEF\xBF\xBD"
+              "b\xEF\xBF\xBD");
 }
 
 TEST(Unicode, Gpt2ByteTable) {

@@ -59,8 +59,8 @@ TEST_P(VocabFile, MatchesReferenceIds) {
             ++matched;
             continue;
         }
-        ADD_FAILURE() << GetParam() << " case " << i << " '" << inputs_[i] << "'\n  expected: "
-                      << test::ids_str(expected_[i]) << "\n  got:      " << test::ids_str(got);
+        ADD_FAILURE() << GetParam() << " case " << i << " '" << inputs_[i]
+                      << "'\n  expected: " << test::ids_str(expected_[i]) << "\n  got:      " << test::ids_str(got);
     }
     std::printf("[          ] %s: %zu/%zu lines match\n", GetParam().c_str(), matched, inputs_.size());
 }
@@ -87,9 +87,30 @@ TEST_P(VocabFile, StreamDecoderMatchesDecode) {
 
 // Seeded random text: ASCII, multi-byte characters, whitespace runs, broken UTF-8, special-token text.
 std::string random_text(std::mt19937& rng) {
-    static const char* parts[] = {"a", "Z", " ", "  ", "\n", "\t", "0", "42", "'s", "!?", "\xC3\xA9", "\xE2\x96\x81",
-                                  "\xF0\x9F\xA6\x99", "\xE4\xB8\xAD", "\xFF", "\xC3", "\xF0\x9F", "\x80", "<s>",
-                                  "</s>", "<|endoftext|>", "\r\n", "\xC2\xA0", "\xE3\x80\x80"};
+    static const char* parts[] = {"a",
+                                  "Z",
+                                  " ",
+                                  "  ",
+                                  "\n",
+                                  "\t",
+                                  "0",
+                                  "42",
+                                  "'s",
+                                  "!?",
+                                  "\xC3\xA9",
+                                  "\xE2\x96\x81",
+                                  "\xF0\x9F\xA6\x99",
+                                  "\xE4\xB8\xAD",
+                                  "\xFF",
+                                  "\xC3",
+                                  "\xF0\x9F",
+                                  "\x80",
+                                  "<s>",
+                                  "</s>",
+                                  "<|endoftext|>",
+                                  "\r\n",
+                                  "\xC2\xA0",
+                                  "\xE3\x80\x80"};
     std::string s;
     const int n = (int)(rng() % 40);
     for (int i = 0; i < n; ++i) s += parts[rng() % (sizeof(parts) / sizeof(parts[0]))];
