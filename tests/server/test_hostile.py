@@ -1,6 +1,7 @@
 # tests/server/test_hostile: requests an attacker would send — deep nesting, huge objects, idle and
 # half-sent connections, chunked and lying bodies, resets, wrong types, auth header tricks, CORS, slot
-# file tricks. Each is answered (or dropped) in bounded time, and the server keeps serving afterwards.
+# file tricks. Each is answered (or dropped) in bounded time and resident memory (at most 256 MiB over the
+# loaded server), and the server keeps serving afterwards.
 import json
 import os
 import socket
@@ -26,6 +27,7 @@ def slot_dir(tmp_path_factory):
 def srv(slot_dir):
     """Two slots, metrics, slot files; default CORS (any origin, no credentials)."""
     s = Server("-c", "2048", "-np", "2", "--metrics", "--slot-save-path", slot_dir)
+    s.rss0 = rss_mib(s)  # after loading: what every hostile request is measured against
     yield s
     s.stop()
 
@@ -48,7 +50,22 @@ def assert_error(resp, status, words=()):
     return body["error"]
 
 
+def rss_mib(s):
+    """Resident memory of the server process (Linux /proc)."""
+    with open(f"/proc/{s.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+MAX_EXTRA_MIB = 256  # issue 23's target: no request costs more than this beyond the server's own memory
+
+
 def still_serving(s):
+    if not hasattr(s, "rss0"):
+        s.rss0 = rss_mib(s)
+    assert rss_mib(s) - s.rss0 < MAX_EXTRA_MIB, f"resident memory grew by {rss_mib(s) - s.rss0:.0f} MiB"
     t0 = time.time()
     assert s.get("/health", timeout=5)[0] == 200
     code, _, j = s.post("/completion", {"prompt": "The capital of France is", "n_predict": 2, "temperature": 0}, timeout=60)
