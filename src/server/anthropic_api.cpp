@@ -2,23 +2,12 @@
 #include "server/anthropic_api.h"
 
 #include "base/error.h"
+#include "server/http_util.h"
 #include "server/response.h"
 
 namespace bee::server {
 
 namespace {
-
-// The value of `key` in object `o`, or nullptr when absent or null.
-const Json* opt(const Json& o, const char* key) {
-    auto it = o.find(key);
-    return it == o.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string need_string(const Json& o, const char* key, const std::string& where) {
-    const Json* v = opt(o, key);
-    if (!v || !v->is_string()) bad_request("%s.%s must be a string", where.c_str(), key);
-    return v->get<std::string>();
-}
 
 // The `type` of a content block (400 unless the block is an object with a string type).
 std::string block_type(const Json& b, const std::string& where) {
@@ -33,7 +22,7 @@ std::string block_type(const Json& b, const std::string& where) {
 
 // A tool_result's content: a string, text blocks (joined), or nothing.
 std::string tool_result_text(const Json& block, const std::string& where) {
-    const Json* c = opt(block, "content");
+    const Json* c = opt_field(block, "content");
     if (!c) return "";
     if (c->is_string()) return c->get<std::string>();
     if (!c->is_array()) bad_request("%s.content must be a string or an array of blocks", where.c_str());
@@ -66,7 +55,7 @@ void convert_message(const Json& m, size_t i, Json& out) {
     const std::string where = strfmt("messages[%zu]", i);
     if (!m.is_object()) bad_request("%s must be an object", where.c_str());
     const std::string role = need_string(m, "role", where);
-    const Json* content = opt(m, "content");
+    const Json* content = opt_field(m, "content");
     if (!content) bad_request("%s.content is required", where.c_str());
     if (content->is_string()) {
         out.push_back({{"role", role}, {"content", *content}});
@@ -86,7 +75,7 @@ void convert_message(const Json& m, size_t i, Json& out) {
         } else if (type == "image" || type == "document") {
             no_media(w, type);
         } else if (type == "tool_use") {
-            const Json* input = opt(b, "input");
+            const Json* input = opt_field(b, "input");
             if (input && !input->is_object()) bad_request("%s.input must be an object", w.c_str());
             calls.push_back(
                 {{"id", need_string(b, "id", w)},
@@ -114,8 +103,8 @@ Json convert_tools(const Json& tools) {
         const std::string w = strfmt("tools[%zu]", i);
         if (!t.is_object()) bad_request("%s must be an object", w.c_str());
         Json fn = {{"name", need_string(t, "name", w)}};
-        if (opt(t, "description")) fn["description"] = need_string(t, "description", w);
-        const Json* schema = opt(t, "input_schema");
+        if (opt_field(t, "description")) fn["description"] = need_string(t, "description", w);
+        const Json* schema = opt_field(t, "input_schema");
         if (schema && !schema->is_object()) bad_request("%s.input_schema must be an object", w.c_str());
         fn["parameters"] = schema ? *schema : Json{{"type", "object"}};
         out.push_back({{"type", "function"}, {"function", std::move(fn)}});
@@ -140,15 +129,16 @@ void convert_tool_choice(const Json& tc, Json& chat) {
 Json anthropic_to_chat(const Json& body) {
     Json chat = Json::object();
     Json messages = Json::array();
-    if (const Json* sys = opt(body, "system")) messages.push_back({{"role", "system"}, {"content", system_text(*sys)}});
-    const Json* msgs = opt(body, "messages");
+    if (const Json* sys = opt_field(body, "system"))
+        messages.push_back({{"role", "system"}, {"content", system_text(*sys)}});
+    const Json* msgs = opt_field(body, "messages");
     if (!msgs) bad_request("'messages' is required");
     if (!msgs->is_array()) bad_request("'messages' must be an array");
     for (size_t i = 0; i < msgs->size(); i++) convert_message((*msgs)[i], i, messages);
     chat["messages"] = std::move(messages);
-    if (const Json* tools = opt(body, "tools")) chat["tools"] = convert_tools(*tools);
-    if (const Json* tc = opt(body, "tool_choice")) convert_tool_choice(*tc, chat);
-    if (const Json* stop = opt(body, "stop_sequences")) {
+    if (const Json* tools = opt_field(body, "tools")) chat["tools"] = convert_tools(*tools);
+    if (const Json* tc = opt_field(body, "tool_choice")) convert_tool_choice(*tc, chat);
+    if (const Json* stop = opt_field(body, "stop_sequences")) {
         if (!stop->is_array()) bad_request("'stop_sequences' must be an array of strings");
         for (const Json& s : *stop)
             if (!s.is_string()) bad_request("'stop_sequences' must be an array of strings");
@@ -156,14 +146,15 @@ Json anthropic_to_chat(const Json& body) {
     }
     chat["max_tokens"] = get_int(body, "max_tokens", kAnthropicDefaultMaxTokens, 1, INT32_MAX);
     for (const char* key : {"temperature", "top_p", "top_k", "stream", "chat_template_kwargs"})
-        if (const Json* v = opt(body, key)) chat[key] = *v;
-    if (const Json* th = opt(body, "thinking")) {
+        if (const Json* v = opt_field(body, key)) chat[key] = *v;
+    if (const Json* th = opt_field(body, "thinking")) {
         if (!th->is_object())
             bad_request("'thinking' must be an object such as {\"type\": \"enabled\", \"budget_tokens\": 1024}");
         if (get_string(*th, "type", "") == "enabled")
             chat["thinking_budget_tokens"] = get_int(*th, "budget_tokens", 10000, 0, INT32_MAX);
     }
-    if (const Json* md = opt(body, "metadata"); md && !md->is_object()) bad_request("'metadata' must be an object");
+    if (const Json* md = opt_field(body, "metadata"); md && !md->is_object())
+        bad_request("'metadata' must be an object");
     return chat;
 }
 

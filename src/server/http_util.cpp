@@ -195,4 +195,15 @@ void shutdown_accepted_connections(int port) {
     closedir(dir);
 }
 
+const Json* opt_field(const Json& o, const char* key) {
+    auto it = o.find(key);
+    return it == o.end() || it->is_null() ? nullptr : &*it;
+}
+
+std::string need_string(const Json& o, const char* key, const std::string& where) {
+    const Json* v = opt_field(o, key);
+    if (!v || !v->is_string()) bad_request("%s.%s must be a string", where.c_str(), key);
+    return v->get<std::string>();
+}
+
 }  // namespace bee::server

@@ -44,6 +44,10 @@ bool get_bool(const Json& body, const char* key, bool def);
 int64_t get_int(const Json& body, const char* key, int64_t def, int64_t lo = INT64_MIN, int64_t hi = INT64_MAX);
 double get_number(const Json& body, const char* key, double def);
 std::string get_string(const Json& body, const char* key, const std::string& def);
+// The value of `key` in object `o`, or nullptr when absent or null (the wire translations' reader).
+const Json* opt_field(const Json& o, const char* key);
+// o[key] as a string; 400 naming `where`.key otherwise.
+std::string need_string(const Json& o, const char* key, const std::string& where);
 
 // True if the client of `req` has closed or reset its side of the connection: poll() on the socket of
 // the connection the calling thread serves (server/http_conn), else (no such connection) whether the

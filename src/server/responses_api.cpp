@@ -4,26 +4,16 @@
 #include <ctime>
 
 #include "base/error.h"
+#include "server/http_util.h"
 #include "server/response.h"
 
 namespace bee::server {
 
 namespace {
 
-const Json* opt(const Json& o, const char* key) {
-    auto it = o.find(key);
-    return it == o.end() || it->is_null() ? nullptr : &*it;
-}
-
-std::string need_string(const Json& o, const char* key, const std::string& where) {
-    const Json* v = opt(o, key);
-    if (!v || !v->is_string()) bad_request("%s.%s must be a string", where.c_str(), key);
-    return v->get<std::string>();
-}
-
 // A message item's content: a string, or parts (input_text / output_text / refusal) joined.
 std::string content_text(const Json& item, const std::string& where) {
-    const Json* c = opt(item, "content");
+    const Json* c = opt_field(item, "content");
     if (!c) return "";
     if (c->is_string()) return c->get<std::string>();
     if (!c->is_array()) bad_request("%s.content must be a string or an array of parts", where.c_str());
@@ -54,7 +44,7 @@ Json& assistant_turn(Json& messages) {
 void convert_item(const Json& item, size_t i, Json& messages) {
     const std::string where = strfmt("input[%zu]", i);
     if (!item.is_object()) bad_request("%s must be an object", where.c_str());
-    const std::string type = opt(item, "type") ? need_string(item, "type", where) : "message";
+    const std::string type = opt_field(item, "type") ? need_string(item, "type", where) : "message";
     if (type == "message") {
         std::string role = need_string(item, "role", where);
         const std::string text = content_text(item, where);
@@ -75,7 +65,7 @@ void convert_item(const Json& item, size_t i, Json& messages) {
              {"function",
               {{"name", need_string(item, "name", where)}, {"arguments", need_string(item, "arguments", where)}}}});
     } else if (type == "function_call_output") {
-        const Json* out = opt(item, "output");
+        const Json* out = opt_field(item, "output");
         std::string text;
         if (out && out->is_array()) text = content_text({{"content", *out}}, where + ".output");
         else if (out && out->is_string()) text = out->get<std::string>();
@@ -85,7 +75,7 @@ void convert_item(const Json& item, size_t i, Json& messages) {
     } else if (type == "reasoning") {
         std::string text;
         for (const char* key : {"content", "summary"}) {
-            const Json* parts = opt(item, key);
+            const Json* parts = opt_field(item, key);
             if (parts && !parts->is_array()) bad_request("%s.%s must be an array", where.c_str(), key);
             if (!parts || !text.empty()) continue;
             for (size_t k = 0; k < parts->size(); k++)
@@ -109,8 +99,8 @@ Json convert_tools(const Json& tools) {
         if (need_string(t, "type", w) != "function")
             continue;  // built-in tools (web_search, ...) have no local meaning
         Json fn = {{"name", need_string(t, "name", w)}};
-        if (opt(t, "description")) fn["description"] = need_string(t, "description", w);
-        const Json* params = opt(t, "parameters");
+        if (opt_field(t, "description")) fn["description"] = need_string(t, "description", w);
+        const Json* params = opt_field(t, "parameters");
         if (params && !params->is_object()) bad_request("%s.parameters must be an object", w.c_str());
         fn["parameters"] = params ? *params : Json{{"type", "object"}};
         out.push_back({{"type", "function"}, {"function", std::move(fn)}});
@@ -124,21 +114,21 @@ Json convert_tool_choice(const Json& tc) {
     if (!tc.is_object()) bad_request("'tool_choice' must be a string or an object");
     if (need_string(tc, "type", "tool_choice") != "function")
         bad_request("tool_choice.type '%s' is not supported: expected function", tc["type"].get<std::string>().c_str());
-    if (opt(tc, "function")) return tc;  // already in the chat form
+    if (opt_field(tc, "function")) return tc;  // already in the chat form
     return {{"type", "function"}, {"function", {{"name", need_string(tc, "name", "tool_choice")}}}};
 }
 
 // text.format → response_format.
 void convert_text_format(const Json& text, Json& chat) {
     if (!text.is_object()) bad_request("'text' must be an object");
-    const Json* f = opt(text, "format");
+    const Json* f = opt_field(text, "format");
     if (!f) return;
     if (!f->is_object()) bad_request("'text.format' must be an object");
     const std::string type = need_string(*f, "type", "text.format");
     if (type == "json_object") {
         chat["response_format"] = {{"type", "json_object"}};
     } else if (type == "json_schema") {
-        const Json* schema = opt(*f, "schema");
+        const Json* schema = opt_field(*f, "schema");
         if (!schema || !schema->is_object()) bad_request("'text.format.schema' must be an object");
         chat["response_format"] = {{"type", "json_schema"},
                                    {"json_schema",
@@ -159,9 +149,9 @@ Json responses_to_chat(const Json& body) {
                             "service_tier", "background", "prompt", "top_logprobs", "conversation", "prompt_cache_key"})
         chat.erase(key);
     Json messages = Json::array();
-    if (opt(body, "instructions"))
+    if (opt_field(body, "instructions"))
         messages.push_back({{"role", "system"}, {"content", get_string(body, "instructions", "")}});
-    const Json* input = opt(body, "input");
+    const Json* input = opt_field(body, "input");
     if (!input) bad_request("'input' is required");
     if (input->is_string()) {
         messages.push_back({{"role", "user"}, {"content", *input}});
@@ -171,11 +161,12 @@ Json responses_to_chat(const Json& body) {
         bad_request("'input' must be a string or an array of items");
     }
     chat["messages"] = std::move(messages);
-    if (const Json* tools = opt(body, "tools")) chat["tools"] = convert_tools(*tools);
-    if (const Json* tc = opt(body, "tool_choice")) chat["tool_choice"] = convert_tool_choice(*tc);
-    if (opt(body, "max_output_tokens")) chat["max_tokens"] = get_int(body, "max_output_tokens", -1, 1, INT32_MAX);
-    if (const Json* text = opt(body, "text")) convert_text_format(*text, chat);
-    if (const Json* r = opt(body, "reasoning"); r && !r->is_object()) bad_request("'reasoning' must be an object");
+    if (const Json* tools = opt_field(body, "tools")) chat["tools"] = convert_tools(*tools);
+    if (const Json* tc = opt_field(body, "tool_choice")) chat["tool_choice"] = convert_tool_choice(*tc);
+    if (opt_field(body, "max_output_tokens")) chat["max_tokens"] = get_int(body, "max_output_tokens", -1, 1, INT32_MAX);
+    if (const Json* text = opt_field(body, "text")) convert_text_format(*text, chat);
+    if (const Json* r = opt_field(body, "reasoning"); r && !r->is_object())
+        bad_request("'reasoning' must be an object");
     return chat;
 }
 
