@@ -3,11 +3,12 @@
 the outputs of an independent float64 numpy forward written from the EAGLE-3 reference (HF layout,
 rotate-half rope), for tests/unit/spec/test_eagle3_reference.cpp.
 
-For each case it writes data/eagle3/<case>.head.gguf (the head: Q/K rows permuted as llama.cpp's
-converter does, d2t as i64 absolute ids) and data/eagle3/<case>.io.gguf (inputs and expected outputs).
-Deterministic: run it again and the files are identical. Needs numpy and the gguf package only.
+For each case it writes OUT/<case>.head.gguf (the head: Q/K rows permuted as llama.cpp's
+converter does, d2t as i64 absolute ids) and OUT/<case>.io.gguf (inputs and expected outputs).
+Deterministic: run it again and the files are identical. The heads are random weights, so they are
+written at test time and never committed. Needs numpy and the gguf package only.
 
-    python3 tests/reference/eagle3_reference.py [--out tests/reference/data/eagle3]
+    python3 tests/reference/eagle3_reference.py --out build/eagle3_reference   (ctest runs this before test_spec)
 """
 import argparse
 import os
@@ -181,7 +182,7 @@ def run_case(name, c, out_dir):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "data", "eagle3"))
+    ap.add_argument("--out", required=True, help="folder for the files (ctest uses build/eagle3_reference)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     for name, c in CASES.items():

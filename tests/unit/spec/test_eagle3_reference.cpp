@@ -1,8 +1,9 @@
 // tests/unit/spec/test_eagle3_reference: the EAGLE-3 head's forward against the float64 numpy reference
-// of tests/reference/eagle3_reference.py (heads in llama.cpp's layout, data committed in
-// tests/reference/data/eagle3/): features -> fc, a prompt's rows, then one draft step fed the head's own
+// of tests/reference/eagle3_reference.py (heads in llama.cpp's layout, written into the build tree at test
+// time): features -> fc, a prompt's rows, then one draft step fed the head's own
 // output; whole batches, row by row, and after a KV cut.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,7 +17,8 @@
 namespace bee::test {
 namespace {
 
-const std::string kDir = std::string(BEE_SOURCE_DIR) + "/tests/reference/data/eagle3/";
+// Written by tests/reference/eagle3_reference.py into the build tree (ctest's eagle3_reference_data runs it first).
+const std::string kDir = std::string(BEE_EAGLE3_DATA) + "/";
 
 struct RefCase {
     GgufFile io;
@@ -33,6 +35,9 @@ struct RefCase {
 };
 
 RefCase load_case(const std::string& name) {
+    if (access((kDir + name + ".io.gguf").c_str(), R_OK) != 0)
+        ADD_FAILURE() << kDir << name << ".io.gguf is missing: run `python3 tests/reference/eagle3_reference.py --out "
+                      << kDir << "` (ctest runs it before test_spec)";
     RefCase c{GgufFile::open(kDir + name + ".io.gguf"), {}, nullptr};
     c.target.name = "reference target";
     c.target.n_layer = (int)c.io.get_int("ref.target_n_layer");
