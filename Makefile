@@ -39,7 +39,7 @@ generate: setup build models
 
 test: setup build models
 	bash scripts/check_sizes.sh
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && BEE_REQUIRE_GPU=1 ctest --output-on-failure -j $(JOBS)
 	python3 -m pytest -q tests/py
 	BEE_BIN=$(BUILD)/bee python3 -m pytest -q tests/server
 

@@ -60,13 +60,21 @@ public:
 };
 inline ::testing::Environment* const kGpuDeviceRelease = ::testing::AddGlobalTestEnvironment(new GpuDeviceRelease);
 
-// A test fixture whose tests skip, saying why, when no Vulkan device can be opened.
+// Skips the test, saying why — or fails it under BEE_REQUIRE_GPU=1, which `make test` sets: it installs
+// Mesa's software driver, so a missing device there is a broken install, not a machine without a GPU.
+#define GPU_SKIP_OR_FAIL(why)                                                                  \
+    do {                                                                                       \
+        if (getenv("BEE_REQUIRE_GPU")) FAIL() << "BEE_REQUIRE_GPU is set but " << why;         \
+        GTEST_SKIP() << why;                                                                   \
+    } while (0)
+
+// A test fixture whose tests skip (or fail, see GPU_SKIP_OR_FAIL) when no Vulkan device can be opened.
 class GpuTest : public ::testing::Test {
 public:
     void SetUp() override {
         std::string why;
         dev = shared_device(&why);
-        if (!dev) GTEST_SKIP() << "no Vulkan device: " << why;
+        if (!dev) GPU_SKIP_OR_FAIL("no Vulkan device: " << why);
         ops = std::make_unique<gpu::Ops>(*dev);
         cl = std::make_unique<gpu::CommandList>(*dev);
     }

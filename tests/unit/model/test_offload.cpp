@@ -32,9 +32,16 @@ std::unique_ptr<Engine> device_engine(const Model& m, const EngineParams& p) {
     if (!eng->offload()) return nullptr;
     return eng;
 }
+// Skips, saying why — or fails under BEE_REQUIRE_GPU=1, which `make test` sets (it installs Mesa's software
+// driver and the models, so a missing device or model there is a broken install).
+#define OFFLOAD_SKIP_OR_FAIL(why)                                                      \
+    do {                                                                               \
+        if (getenv("BEE_REQUIRE_GPU")) FAIL() << "BEE_REQUIRE_GPU is set but " << why; \
+        GTEST_SKIP() << why;                                                           \
+    } while (0)
 #define DEVICE_ENGINE_OR_SKIP(var, model, params)               \
     std::unique_ptr<Engine> var = device_engine(model, params); \
-    if (!var) GTEST_SKIP() << "no Vulkan device (or no Vulkan in this build)";
+    if (!var) OFFLOAD_SKIP_OR_FAIL("no Vulkan device (or no Vulkan in this build)");
 
 // Largest |a - b| over the largest |b|, and whether every row's greedy token agrees where the CPU's top two
 // are further apart than twice the largest difference (near-ties may flip).
@@ -186,7 +193,7 @@ TEST(OffloadRefusals, QuantizedKvAndUnknownDevice) {
     EngineParams p = offload_params(99);
     p.type_k = p.type_v = GgmlType::Q8_0;
     Engine probe(*tm.model, offload_params(99));
-    if (!probe.offload()) GTEST_SKIP() << "no Vulkan device";
+    if (!probe.offload()) OFFLOAD_SKIP_OR_FAIL("no Vulkan device");
     try {
         Engine eng(*tm.model, p);
         ADD_FAILURE() << "q8_0 KV with -ngl was accepted";
@@ -203,7 +210,7 @@ constexpr int kRealSteps = 4;  // llvmpipe runs the 135M model at a few seconds 
 
 TEST(OffloadReal, SmolLM2GreedyMatchesCpu) {
     const std::string path = std::string(BEE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-    if (!std::ifstream(path)) GTEST_SKIP() << path << " is missing: run `make models`";
+    if (!std::ifstream(path)) OFFLOAD_SKIP_OR_FAIL(path << " is missing: run `make models`");
     std::unique_ptr<Model> m = Model::load(path);
     const int nv = m->hparams().n_vocab;
     const std::vector<int32_t> prompt = m->tokenizer().encode("The capital of France is", true, false);
