@@ -102,12 +102,7 @@ Json convert_tools(const Json& tools) {
         const Json& t = tools[i];
         const std::string w = strfmt("tools[%zu]", i);
         if (!t.is_object()) bad_request("%s must be an object", w.c_str());
-        Json fn = {{"name", need_string(t, "name", w)}};
-        if (opt_field(t, "description")) fn["description"] = need_string(t, "description", w);
-        const Json* schema = opt_field(t, "input_schema");
-        if (schema && !schema->is_object()) bad_request("%s.input_schema must be an object", w.c_str());
-        fn["parameters"] = schema ? *schema : Json{{"type", "object"}};
-        out.push_back({{"type", "function"}, {"function", std::move(fn)}});
+        out.push_back(function_tool(t, "input_schema", w));
     }
     return out;
 }

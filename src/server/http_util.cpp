@@ -206,4 +206,13 @@ std::string need_string(const Json& o, const char* key, const std::string& where
     return v->get<std::string>();
 }
 
+Json function_tool(const Json& o, const char* schema_key, const std::string& where) {
+    Json fn = {{"name", need_string(o, "name", where)}};
+    if (opt_field(o, "description")) fn["description"] = need_string(o, "description", where);
+    const Json* schema = opt_field(o, schema_key);
+    if (schema && !schema->is_object()) bad_request("%s.%s must be an object", where.c_str(), schema_key);
+    fn["parameters"] = schema ? *schema : Json{{"type", "object"}};
+    return {{"type", "function"}, {"function", std::move(fn)}};
+}
+
 }  // namespace bee::server

@@ -48,6 +48,9 @@ std::string get_string(const Json& body, const char* key, const std::string& def
 const Json* opt_field(const Json& o, const char* key);
 // o[key] as a string; 400 naming `where`.key otherwise.
 std::string need_string(const Json& o, const char* key, const std::string& where);
+// An OpenAI chat tool {"type": "function", "function": {name, description, parameters}} from a tool object
+// whose schema is o[schema_key] (Anthropic: input_schema, Responses: parameters); 400 naming `where`.
+Json function_tool(const Json& o, const char* schema_key, const std::string& where);
 
 // True if the client of `req` has closed or reset its side of the connection: poll() on the socket of
 // the connection the calling thread serves (server/http_conn), else (no such connection) whether the

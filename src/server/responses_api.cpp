@@ -98,12 +98,7 @@ Json convert_tools(const Json& tools) {
         if (!t.is_object()) bad_request("%s must be an object", w.c_str());
         if (need_string(t, "type", w) != "function")
             continue;  // built-in tools (web_search, ...) have no local meaning
-        Json fn = {{"name", need_string(t, "name", w)}};
-        if (opt_field(t, "description")) fn["description"] = need_string(t, "description", w);
-        const Json* params = opt_field(t, "parameters");
-        if (params && !params->is_object()) bad_request("%s.parameters must be an object", w.c_str());
-        fn["parameters"] = params ? *params : Json{{"type", "object"}};
-        out.push_back({{"type", "function"}, {"function", std::move(fn)}});
+        out.push_back(function_tool(t, "parameters", w));
     }
     return out;
 }

@@ -38,6 +38,19 @@ def http(method, url, body=None, headers=None, raw=None, timeout=120):
         return status, hdrs, text
 
 
+def chat_greedy(server, messages, **kw):
+    """A greedy /v1/chat/completions reply (the reference the other chat APIs are compared with)."""
+    status, _, r = server.post("/v1/chat/completions", {"messages": messages, "temperature": 0, **kw})
+    assert status == 200, r
+    return r
+
+
+def prompt_tokens(server, messages, **kw):
+    """Token count of the prompt the template renders for these OpenAI-shaped messages."""
+    prompt = server.post("/apply-template", {"messages": messages, **kw})[2]["prompt"]
+    return len(server.post("/tokenize", {"content": prompt, "add_special": True})[2]["tokens"])
+
+
 class Server:
     def __init__(self, *args, api_key=None, model=SMOLLM):
         assert BEE.exists(), f"{BEE} is missing: run `make build`"

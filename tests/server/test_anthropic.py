@@ -8,7 +8,7 @@ import urllib.request
 import anthropic
 import pytest
 
-from conftest import Server
+from conftest import Server, chat_greedy, prompt_tokens
 
 TOOLS = [{"name": "get_weather", "description": "Current weather in a city",
           "input_schema": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}},
@@ -22,18 +22,6 @@ GREEDY = {"temperature": 0}  # the current client has no sampling arguments; the
 @pytest.fixture(scope="module")
 def client(server):
     return anthropic.Anthropic(base_url=server.url(""), api_key="unused", max_retries=0)
-
-
-def chat(server, messages, **kw):
-    status, _, r = server.post("/v1/chat/completions", {"messages": messages, "temperature": 0, **kw})
-    assert status == 200, r
-    return r
-
-
-def prompt_tokens(server, messages, **kw):
-    """Token count of the prompt the template renders for these OpenAI-shaped messages."""
-    prompt = server.post("/apply-template", {"messages": messages, **kw})[2]["prompt"]
-    return len(server.post("/tokenize", {"content": prompt, "add_special": True})[2]["tokens"])
 
 
 def sse_events(server, body):
@@ -61,7 +49,7 @@ def test_text_reply_equals_chat_completion(server, client):
     m = client.messages.create(model="x", max_tokens=16, messages=ASK, extra_body=GREEDY)
     assert m.type == "message" and m.role == "assistant" and m.id.startswith("msg_")
     assert m.content[0].type == "text" and m.stop_reason in ("end_turn", "max_tokens") and m.stop_sequence is None
-    c = chat(server, ASK, max_tokens=16)
+    c = chat_greedy(server, ASK, max_tokens=16)
     assert text_of(m) == c["choices"][0]["message"]["content"]
     assert m.usage.output_tokens == c["usage"]["completion_tokens"]
     assert m.usage.input_tokens + m.usage.cache_read_input_tokens == prompt_tokens(server, ASK)
@@ -70,7 +58,7 @@ def test_text_reply_equals_chat_completion(server, client):
 
 def test_system_prompt_string_and_blocks(server, client):
     system = "You are a geography teacher. Answer in one short sentence."
-    c = chat(server, [{"role": "system", "content": system}, *ASK], max_tokens=20)
+    c = chat_greedy(server, [{"role": "system", "content": system}, *ASK], max_tokens=20)
     expected = c["choices"][0]["message"]["content"]
     m = client.messages.create(model="x", max_tokens=20, system=system, messages=ASK, extra_body=GREEDY)
     assert text_of(m) == expected
@@ -175,7 +163,7 @@ def test_tool_result_turns_render_as_chat(server, client):
     n = prompt_tokens(server, TOOL_TURNS_OAI, tools=oai_tools)
     assert client.messages.count_tokens(model="x", messages=TOOL_TURNS, tools=TOOLS).input_tokens == n
     m = client.messages.create(model="x", max_tokens=24, messages=TOOL_TURNS, tools=TOOLS, extra_body=GREEDY)
-    c = chat(server, TOOL_TURNS_OAI, tools=oai_tools, max_tokens=24)
+    c = chat_greedy(server, TOOL_TURNS_OAI, tools=oai_tools, max_tokens=24)
     assert m.usage.input_tokens + m.usage.cache_read_input_tokens == c["usage"]["prompt_tokens"] == n
     assert m.usage.output_tokens == c["usage"]["completion_tokens"]
     assert text_of(m) == (c["choices"][0]["message"]["content"] or "")

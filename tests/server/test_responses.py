@@ -8,6 +8,8 @@ import urllib.request
 import openai
 import pytest
 
+from conftest import chat_greedy, prompt_tokens
+
 TOOLS = [{"type": "function", "name": "get_weather", "description": "Current weather in a city",
           "parameters": {"type": "object", "properties": {"city": {"type": "string", "maxLength": 20}},
                          "required": ["city"]}},
@@ -19,17 +21,6 @@ ASK = "What is the capital of France?"
 @pytest.fixture(scope="module")
 def client(server):
     return openai.OpenAI(base_url=server.url("/v1"), api_key="unused", max_retries=0)
-
-
-def chat(server, messages, **kw):
-    status, _, r = server.post("/v1/chat/completions", {"messages": messages, "temperature": 0, **kw})
-    assert status == 200, r
-    return r
-
-
-def prompt_tokens(server, messages, **kw):
-    prompt = server.post("/apply-template", {"messages": messages, **kw})[2]["prompt"]
-    return len(server.post("/tokenize", {"content": prompt, "add_special": True})[2]["tokens"])
 
 
 def sse_events(server, body):
@@ -54,7 +45,7 @@ def test_text_equals_chat_completion(server, client):
     assert r.id.startswith("resp_") and r.object == "response"
     assert r.output[0].type == "message" and r.output[0].id.startswith("msg_")
     msgs = [{"role": "user", "content": ASK}]
-    c = chat(server, msgs, max_tokens=16)
+    c = chat_greedy(server, msgs, max_tokens=16)
     assert r.output_text == c["choices"][0]["message"]["content"]
     assert r.usage.output_tokens == c["usage"]["completion_tokens"]
     assert r.usage.input_tokens == prompt_tokens(server, msgs)
@@ -65,7 +56,7 @@ def test_text_equals_chat_completion(server, client):
 
 def test_instructions_and_message_items(server, client):
     system = "You are a geography teacher. Answer in one short sentence."
-    expected = chat(server, [{"role": "system", "content": system}, {"role": "user", "content": ASK}],
+    expected = chat_greedy(server, [{"role": "system", "content": system}, {"role": "user", "content": ASK}],
                     max_tokens=20)["choices"][0]["message"]["content"]
     r = client.responses.create(model="x", instructions=system, input=ASK, max_output_tokens=20, temperature=0)
     assert r.output_text == expected
@@ -154,7 +145,7 @@ def test_function_call_output_turns(server, client):
     status, _, r = server.post("/v1/responses/input_tokens", {"input": TOOL_TURNS, "tools": TOOLS})
     assert status == 200 and r == {"object": "response.input_tokens", "input_tokens": n}
     res = client.responses.create(model="x", input=TOOL_TURNS, tools=TOOLS, max_output_tokens=24, temperature=0)
-    c = chat(server, TOOL_TURNS_OAI, tools=oai_tools, max_tokens=24)
+    c = chat_greedy(server, TOOL_TURNS_OAI, tools=oai_tools, max_tokens=24)
     assert res.usage.input_tokens == c["usage"]["prompt_tokens"] == n
     assert res.output_text == (c["choices"][0]["message"]["content"] or "")
 
