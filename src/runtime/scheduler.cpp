@@ -19,7 +19,7 @@ Scheduler::Scheduler(Engine& engine, const SchedulerParams& params) : eng_(engin
         fail("context %d split over %d slots leaves %d tokens per slot (raise -c or lower -np)", n_ctx,
              params_.n_parallel, n_ctx_slot_);
     const int32_t n_vocab = engine.model().hparams().n_vocab;
-    if (params_.spec.enabled()) spec_ = std::make_unique<SpecShared>(params_.spec, engine.model());
+    if (params_.spec.enabled()) spec_ = std::make_unique<SpecShared>(params_.spec, engine.model(), &engine.pool());
     for (int i = 0; i < params_.n_parallel; i++) {
         slots_.emplace_back(i, engine.model().tokenizer(), n_vocab, spec_.get());
         slots_.back().context_shift = params_.context_shift;

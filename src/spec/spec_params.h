@@ -40,7 +40,9 @@ struct SpecParams {
     float draft_p_min = 0.0f;      // --spec-draft-p-min: the draft model stops below this top probability
     float draft_temp = 0.0f;       // --spec-draft-temp: 0 greedy drafting, > 0 sampled (exact rejection)
     bool draft_temp_auto = false;  // --spec-draft-temp auto: use the target's temperature
-    std::string draft_model;       // -md FILE
+    int draft_top_k = 4;           // --spec-draft-top-k: candidates per depth for tree drafts (1 with no branches)
+    int branch_budget = 0;         // --spec-branch-budget: tree nodes beyond the main path (0: chains)
+    std::string draft_model;       // -md FILE (a draft model or an EAGLE-3 head)
     int draft_n_ctx = 4096;        // the draft model's context (set to the target's)
     int draft_n_threads = 0;       // 0: all cores
 

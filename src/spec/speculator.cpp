@@ -19,7 +19,7 @@ Speculator::Speculator(SpecShared& shared, const std::vector<std::string>& types
         if (!k) fail("unknown speculative type: '%s'", name.c_str());
         if (std::find(p.types.begin(), p.types.end(), name) == p.types.end())
             fail("speculative type '%s' was not started with this process (--spec-type)", name.c_str());
-        DrafterEnv env{p, shared.target(), shared.get(name)};
+        DrafterEnv env{p, shared.target(), shared.get(name), k->reads_hidden ? &shared.pool() : nullptr};
         drafters_.push_back(k->make(env));
         DrafterStats st;
         st.name = k->stats_name;

@@ -241,3 +241,29 @@ def test_reasoning_budget_inside_a_draft():
         assert got[2]["choices"][0]["message"] == want[2]["choices"][0]["message"]
         assert got[2]["usage"]["completion_tokens_details"]["reasoning_tokens"] == n
     assert sum(g[2]["timings"].get("draft_n_accepted", 0) for g in outs[1]) > 0
+
+
+@pytest.fixture(scope="module")
+def eagle3_head(tmp_path_factory):
+    """A random-weight EAGLE-3 head for SmolLM2 (it exercises drafting and rollback, not acceptance)."""
+    import subprocess
+    import sys
+    from conftest import ROOT, SMOLLM
+    out = tmp_path_factory.mktemp("eagle3") / "head.gguf"
+    subprocess.run([sys.executable, str(ROOT / "tests" / "reference" / "random_eagle3_head.py"), "--target",
+                    str(SMOLLM), "--out", str(out)], check=True)
+    return out
+
+
+@pytest.mark.parametrize("types", ["draft-eagle3", "ngram-mod,draft-eagle3"])
+def test_eagle3_four_slots_greedy_equals_no_speculation(types, plain, eagle3_head):
+    want = run_all(plain, n=128)
+    s = Server(*ARGS, "-md", eagle3_head, "--spec-type", types, "--spec-draft-n-max", "3", "--no-spec-dm-adaptive")
+    try:
+        got = run_all(s, n=128)
+    finally:
+        s.stop()
+    for g, r in zip(got, want):
+        assert g["tokens"] == r["tokens"] and g["content"] == r["content"]
+    for g in got:  # every slot drafted with the head, each from its own features
+        assert g["timings"]["draft_n"] >= 60, g["timings"]

@@ -145,6 +145,7 @@ extern const DrafterKind kDrafterDraftModel = {"draft",
                                                [](const SpecParams& p) { return !p.draft_model.empty(); },
                                                false,
                                                make_draft_model,
-                                               make_draft_model_shared};
+                                               make_draft_model_shared,
+                                               ""};
 
 }  // namespace bee
