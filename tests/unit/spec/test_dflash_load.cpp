@@ -9,6 +9,7 @@
 
 #include "../model/tiny_model.h"
 #include "base/error.h"
+#include "base/fp16.h"
 #include "gguf/gguf_writer.h"
 #include "spec/dflash/dflash_model.h"
 
@@ -39,12 +40,14 @@ struct DrafterSpec {
     int n_swa = 0;          // > 0: attention.sliding_window with the pattern `swa`
     std::vector<bool> swa = {true, false};
     bool own_embd = false, own_output = false;
+    bool f16 = false;                        // 2-D weights in f16 (norms stay f32)
     std::string skip;                        // a tensor left out
     std::function<void(GgufWriter&)> edit;   // metadata changes after the defaults
     std::function<void(GgufWriter&)> extra;  // more tensors
 };
 
-void add_f32(GgufWriter& w, const std::string& name, int64_t ne0, int64_t ne1, std::mt19937& rng, float scale) {
+void add_weight(GgufWriter& w, const std::string& name, int64_t ne0, int64_t ne1, std::mt19937& rng, float scale,
+                bool f16) {
     std::normal_distribution<float> nd(0.0f, scale);
     std::vector<float> v((size_t)(ne0 * ne1));
     for (float& x : v) x = nd(rng);
@@ -52,7 +55,10 @@ void add_f32(GgufWriter& w, const std::string& name, int64_t ne0, int64_t ne1, s
         for (float& x : v) x += 1.0f;  // norm weights near 1
     std::vector<int64_t> ne = {ne0};
     if (ne1 != 1) ne.push_back(ne1);
-    w.add_tensor(name, GgmlType::F32, ne, v.data(), v.size() * sizeof(float));
+    if (!f16 || ne1 == 1) return w.add_tensor(name, GgmlType::F32, ne, v.data(), v.size() * sizeof(float));
+    std::vector<fp16_t> h(v.size());
+    for (size_t i = 0; i < v.size(); i++) h[i] = fp32_to_fp16(v[i]);
+    w.add_tensor(name, GgmlType::F16, ne, h.data(), h.size() * sizeof(fp16_t));
 }
 
 std::string write_drafter(const DrafterSpec& s) {
@@ -89,7 +95,7 @@ std::string write_drafter(const DrafterSpec& s) {
     if (s.edit) s.edit(w);
     std::mt19937 rng(5);
     auto add = [&](const std::string& name, int64_t ne0, int64_t ne1, float scale) {
-        if (name != s.skip) add_f32(w, name, ne0, ne1, rng, scale);
+        if (name != s.skip) add_weight(w, name, ne0, ne1, rng, scale, s.f16);
     };
     const int64_t nf = (int64_t)s.layers.size() * s.H, nq = s.n_head * s.hd, nk = s.n_head_kv * s.hd;
     add(s.fork ? "dflash_fc.weight" : "fc.weight", nf, s.H, 0.1f);
@@ -176,6 +182,7 @@ struct Variant {
     float fc_scale;
     int n_swa;
     bool own_embd, own_output;
+    bool f16 = false;
 };
 class DflashLoad : public ::testing::TestWithParam<Variant> {};
 
@@ -188,6 +195,7 @@ TEST_P(DflashLoad, BindsAndDrafts) {
     s.n_swa = v.n_swa;
     s.own_embd = v.own_embd;
     s.own_output = v.own_output;
+    s.f16 = v.f16;
     load_and_draft(s);
 }
 
@@ -198,7 +206,8 @@ INSTANTIATE_TEST_SUITE_P(Variants, DflashLoad,
                                            Variant{"llama_cpp_sliding", false, 0, 0, 2, false, false},
                                            Variant{"fork", true, 0, 0, 0, false, false},
                                            Variant{"fork_own_embd_and_output", true, 0, 0, 0, true, true},
-                                           Variant{"fork_sliding", true, 0, 0, 3, false, false}),
+                                           Variant{"fork_sliding", true, 0, 0, 3, false, false},
+                                           Variant{"fork_f16", true, 0, 0, 0, true, true, true}),
                          [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
 
 TEST(DflashLoad, LastLayerIdsOfEachDialect) {
