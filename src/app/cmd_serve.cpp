@@ -200,6 +200,7 @@ void finish_options(ServeOptions& o) {
     server::ServerParams& s = o.srv;
     if (o.model.model.empty()) fail("no model given (use -m FILE)");
     s.model_path = o.model.model;
+    s.verbose = log_level() == LogLevel::debug;  // -v: every OpenAI reply carries __verbose, as in llama-server
     s.api_keys = split_commas(o.api_key);
     if (!o.api_key_file.empty()) {  // one key per line
         std::string text = read_file(o.api_key_file);

@@ -45,6 +45,7 @@ struct ServerParams {
     bool special = false;     // -sp: control tokens are rendered in the generated text
     std::string grammar;      // --grammar / --json-schema: GBNF for requests without a constraint
     bool cache_prompt = true;
+    bool verbose = false;       // default of the request field `verbose` (OpenAI replies carry `__verbose`); -v sets it
     int32_t n_cache_reuse = 0;  // --cache-reuse
     SchedulerParams sched;
     std::string chat_template;  // a built-in name or Jinja source overriding the model's (empty: the model's)

@@ -118,7 +118,7 @@ void set_cors_headers(const ServerParams& p, const httplib::Request& req, httpli
     res.set_header("Vary", "Origin");
     if (named) res.set_header("Access-Control-Allow-Credentials", "true");
     if (preflight) {
-        res.set_header("Access-Control-Allow-Methods", "GET, POST");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");  // llama-server's default
         res.set_header("Access-Control-Allow-Headers", "*");
     }
 }
