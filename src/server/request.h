@@ -28,11 +28,12 @@ void set_grammar(GenParams& g, const std::string& gbnf, const Tokenizer& tok);
 // Each token's text for grammar matching, built once per model.
 std::shared_ptr<const GrammarVocab> grammar_vocab(const Tokenizer& tok);
 
-// A prompt: a string, an array of token ids, or an array mixing strings and ids. BOS is added as the
-// vocabulary asks; special-token text is parsed (as llama-server does).
+// A prompt: a string, an array of token ids, an array mixing strings and ids, or llama-server's object
+// {"prompt_string": "..."} (a non-empty "multimodal_data" is refused: no projector here). BOS is added as
+// the vocabulary asks; special-token text is parsed (as llama-server does).
 std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok);
-// `prompt` as llama-server reads it: a string, an array of token ids, or an array mixing both is one
-// prompt; an array of strings, or of such arrays, is several (kMaxChoices at most), answered in order.
+// `prompt` as llama-server reads it: a string, an array of token ids, an array mixing both, or an object is
+// one prompt; an array of strings, or of such arrays or objects, is several (kMaxChoices at most), answered in order.
 std::vector<std::vector<int32_t>> tokenize_prompts(const Json& prompt, const Tokenizer& tok);
 
 // Builds the task; refuses (exceed_context_size_error) a prompt that does not fit the slot context.

@@ -66,8 +66,9 @@ Json chat_choice(const ServerContext& ctx, const ToolMode& tools, const ChatProm
 }
 
 // The SSE formatter of choice `index`. `include_usage`: this (single) choice closes with the usage chunk.
+// `verbose`: the task whose native result the first closing chunk carries as `__verbose` (null: none).
 StreamFormat chat_stream_format(ServerContext& ctx, const std::string& id, int64_t created, const ToolMode& tools,
-                                bool want_logprobs, int index, bool include_usage) {
+                                bool want_logprobs, int index, bool include_usage, std::shared_ptr<Task> verbose) {
     StreamFormat fmt;
     fmt.start = [&ctx, id, created, index] {
         Json delta = {{"role", "assistant"}, {"content", nullptr}};
@@ -110,7 +111,7 @@ StreamFormat chat_stream_format(ServerContext& ctx, const std::string& id, int64
         out.push_back(chat_chunk(ctx, id, created, Json::array({choice})));
         return out;
     };
-    fmt.done = [&ctx, id, created, include_usage, ts, tool_chunk, empty, index](const FinishInfo& f) {
+    fmt.done = [&ctx, id, created, include_usage, ts, tool_chunk, empty, index, verbose](const FinishInfo& f) {
         std::vector<Json> out;
         if (ts) {  // what the parser still held: the last call(s) or text that was not a call
             Json choice = tool_chunk(ts->parser.finish(), empty);
@@ -121,8 +122,11 @@ StreamFormat chat_stream_format(ServerContext& ctx, const std::string& id, int64
         Json choice = {{"index", index}, {"finish_reason", reason}, {"delta", Json::object()}};
         add_stop_detail(choice, f);
         Json last = chat_chunk(ctx, id, created, Json::array({std::move(choice)}));
+        const size_t first_closing = out.size();
         for (Json& j : oai_final_chunks(std::move(last), chat_chunk(ctx, id, created, Json::array()), f, include_usage))
             out.push_back(std::move(j));
+        if (verbose)
+            out[first_closing]["__verbose"] = native_final(ctx, *verbose, TaskResult{{}, {}, {}, f}, true, index);
         return out;
     };
     return fmt;
@@ -138,6 +142,7 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
     auto tasks = make_tasks(ctx, cr.tokens, g, n);
     const std::string id = random_id("chatcmpl-");
     const int64_t created = (int64_t)time(nullptr);
+    const bool verbose = get_bool(body, "verbose", ctx.params.verbose);
 
     if (!get_bool(body, "stream", false)) {
         std::vector<TaskResult> rs = run_tasks(ctx, req, tasks);
@@ -156,6 +161,7 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
                   {"choices", std::move(choices)},
                   {"usage", usage_json(f)},
                   {"timings", timings_json(f)}};
+        if (verbose) j["__verbose"] = native_final(ctx, *tasks[0], rs[0], false, 0);
         if (!rs[0].finish.loop_guard_action.empty())
             j["loop_guard"] = {{"triggered", true},
                                {"action", rs[0].finish.loop_guard_action},
@@ -168,19 +174,29 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
                                get_bool(body["stream_options"], "include_usage", false);
     std::vector<StreamFormat> fmts;
     for (int i = 0; i < n; i++)
-        fmts.push_back(chat_stream_format(ctx, id, created, tools, g.want_logprobs, i, include_usage && n == 1));
+        fmts.push_back(chat_stream_format(ctx, id, created, tools, g.want_logprobs, i, include_usage && n == 1,
+                                          verbose ? tasks[i] : nullptr));
     std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
     if (include_usage && n > 1)  // one usage chunk for all the choices
         after_all = usage_after_all(chat_chunk(ctx, id, created, Json::array()));
     stream_tasks(ctx, res, std::move(tasks), std::move(fmts), std::move(after_all));
 }
 
+// The prompt's token count, as /v1/chat/completions would run it (template, tools); llama-server's shape.
+void handle_input_tokens(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+    const ChatRequest cr = prepare_chat(ctx, parse_body(req));
+    send_json(res, {{"input_tokens", (int64_t)cr.tokens.size()}, {"object", "response.input_tokens"}});
+}
+
 }  // namespace
 
 void register_chat_routes(httplib::Server& svr, ServerContext& ctx) {
     auto h = guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_chat(ctx, q, r); });
+    auto t = guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_input_tokens(ctx, q, r); });
     svr.Post("/v1/chat/completions", h);
     svr.Post("/chat/completions", h);
+    svr.Post("/v1/chat/completions/input_tokens", t);
+    svr.Post("/chat/completions/input_tokens", t);
 }
 
 }  // namespace bee::server

@@ -11,48 +11,6 @@ namespace bee::server {
 
 namespace {
 
-Json generation_settings(const ServerContext& ctx, const GenParams& g) {
-    Json j = sampling_json(g.sampling);
-    j.update(Json{{"n_predict", g.n_predict},
-                  {"stop", g.stop},
-                  {"ignore_eos", g.ignore_eos},
-                  {"n_keep", g.n_keep},
-                  {"n_probs", g.n_probs},
-                  {"cache_prompt", g.cache_prompt},
-                  {"n_ctx", ctx.scheduler->n_ctx_slot()},
-                  {"model", ctx.model_name}});
-    return j;
-}
-
-// The final object of /completion (non-stream body, or last stream chunk).
-Json native_final(const ServerContext& ctx, const Task& t, const TaskResult& r, bool stream, size_t index) {
-    const FinishInfo& f = r.finish;
-    Json j = {{"index", index},
-              {"content", stream ? std::string() : r.content},
-              {"id_slot", f.id_slot},
-              {"stop", true},
-              {"model", ctx.model_name},
-              {"tokens_predicted", f.n_predicted},
-              {"tokens_evaluated", f.n_prompt},
-              {"generation_settings", generation_settings(ctx, t.params)},
-              {"prompt", ctx.tokenizer().decode(t.prompt, true)},
-              {"has_new_line", r.content.find('\n') != std::string::npos},
-              {"truncated", f.truncated},
-              {"stop_type", stop_type_name(f.stop_type)},
-              {"stopping_word", f.stopping_word},
-              {"tokens_cached", f.n_prompt + std::max(0, f.n_predicted - 1)},  // tokens in the slot's KV
-              {"timings", timings_json(f)}};
-    if (!stream) {
-        Json ids = Json::array();
-        for (const TokenInfo& ti : r.tokens) ids.push_back(ti.id);
-        j["tokens"] = ids;
-        if (t.params.want_logprobs) j["completion_probabilities"] = native_probs(r.tokens, ctx.tokenizer());
-    }
-    if (!f.stop_detail.empty()) j["stop_detail"] = f.stop_detail;
-    if (!f.stop_message.empty()) j["stop_message"] = f.stop_message;
-    return j;
-}
-
 // llama-server's response_fields: only the listed paths of the result ("generation_settings/n_predict"),
 // each under its path as the key; paths that do not exist are left out.
 Json only_fields(Json j, const std::vector<std::string>& paths) {
@@ -171,6 +129,7 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     const std::string id = random_id("cmpl-");
     const int64_t created = (int64_t)time(nullptr);
     const bool want_logprobs = g.want_logprobs;
+    const bool verbose = get_bool(body, "verbose", ctx.params.verbose);  // llama-server's __verbose
     if (!get_bool(body, "stream", false)) {
         std::vector<TaskResult> rs = run_tasks(ctx, req, tasks);
         Json choices = Json::array();
@@ -189,6 +148,7 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
         Json j = oai_text_chunk(ctx, id, created, std::move(choices));
         j["usage"] = usage_json(f);
         j["timings"] = timings_json(f);
+        if (verbose) j["__verbose"] = native_final(ctx, *tasks[0], rs[0], false, 0);
         send_json(res, j);
         return;
     }
@@ -208,10 +168,12 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
             return j;
         };
         const bool usage_here = include_usage && total == 1;
-        fmt.done = [&ctx, id, created, usage_here, i](const FinishInfo& f) {
+        auto task = verbose ? tasks[i] : nullptr;
+        fmt.done = [&ctx, id, created, usage_here, i, task](const FinishInfo& f) {
             Json choice = {{"text", ""}, {"index", i}, {"logprobs", nullptr}, {"finish_reason", finish_reason(f)}};
             add_stop_detail(choice, f);
             Json last = oai_text_chunk(ctx, id, created, std::move(choice));
+            if (task) last["__verbose"] = native_final(ctx, *task, TaskResult{{}, {}, {}, f}, true, i);
             return oai_final_chunks(std::move(last), oai_text_chunk(ctx, id, created, Json::array()), f, usage_here);
         };
         fmts.push_back(std::move(fmt));
