@@ -32,7 +32,7 @@ class Target:
         """A tensor as float32 numpy in (rows, cols) order (ggml's ne reversed)."""
         t = self.tensors[name]
         data = gguf.quants.dequantize(t.data, t.tensor_type)
-        return np.asarray(data, dtype=np.float32).reshape([int(d) for d in reversed(t.shape)])
+        return np.array(data, dtype=np.float32).reshape([int(d) for d in reversed(t.shape)])
 
     def embedding(self):
         return self.tensor("token_embd.weight")  # (n_vocab, n_embd)
