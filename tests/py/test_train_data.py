@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from conftest import ROOT
 from test_cli import assert_clean_error
 
 PROMPTS = [
@@ -116,3 +117,22 @@ def test_bad_input(bee, smollm, tmp_path):
     assert_clean_error(bee("train-data", "-m", smollm, "--prompts", tmp_path / "missing.txt", "-o", out),
                        "missing.txt")
     assert_clean_error(bee("train-data", "-m", smollm, "--eval-head", tmp_path / "head.gguf"), "--data")
+
+
+def test_committed_head_drafts_on_the_dump(bee, smollm, dump):
+    """drafters/'s SmolLM2 head loads against its target (Eagle3Head::load) and, in Bee's forward, drafts the
+    target's next greedy tokens far above chance on these answers (teacher forced)."""
+    head = ROOT / "drafters" / "SmolLM2-135M-Instruct.eagle3.gguf"
+    r = bee("train-data", "--eval-head", head, "-m", smollm, "--data", dump, "--depth", "4", "--json", "-t", "2")
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    d = res["depths"]
+    assert res["sequences"] == 3 and res["boundaries"] == d[0]["reached"] > 20
+    assert d[0]["accepted"] / d[0]["reached"] > 0.15, res
+    assert res["mean_accepted_length"] > 1.15, res
+
+
+def test_eval_head_refuses_a_head_of_another_model(bee, gemma, dump):
+    head = ROOT / "drafters" / "SmolLM2-135M-Instruct.eagle3.gguf"
+    r = bee("train-data", "--eval-head", head, "-m", gemma, "--data", dump)
+    assert_clean_error(r, "target_hidden_size is 576", "hidden size 640")
