@@ -2,8 +2,8 @@
 // into chat bodies (server/anthropic_api, server/responses_api), and 400s for fields of the wrong type.
 #include <gtest/gtest.h>
 
-#include "server/anthropic_api.h"
-#include "server/responses_api.h"
+#include "server/wire_anthropic.h"
+#include "server/wire_responses.h"
 
 using bee::server::HttpError;
 using bee::server::Json;

@@ -1,0 +1,39 @@
+// server/wire_native: llama-server's own wire shapes — /completion and /infill bodies read into a typed
+// completion request, /tokenize and /detokenize bodies, and the native completion object and stream
+// chunks, /tokenize's token list.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/response.h"
+#include "server/wire_generation.h"
+
+namespace bee::server {
+
+// /completion: `prompt` (one or several, see tokenize_prompts), `n` choices of each, the generation fields.
+CompletionRequest read_native_completion_request(ServerContext& ctx, const Json& body);
+// /infill: the FIM prompt built from input_prefix, input_suffix, input_extra and prompt (see wire_native.cpp),
+// then as /completion. 501 when the vocabulary has no FIM tokens.
+CompletionRequest read_infill_request(ServerContext& ctx, const Json& body);
+
+// The final object of /completion (the non-stream body, or the last stream chunk) for task `t` of the
+// request, choice `index`; with response_fields only those paths.
+Json native_completion_json(const ServerContext& ctx, const Task& t, const TaskResult& r, bool stream, size_t index);
+// The stream of task `t`, choice `index`: {content, tokens, stop: false} chunks, then the final object; no [DONE].
+StreamFormat native_stream_format(const ServerContext& ctx, std::shared_ptr<Task> t, size_t index);
+
+// /tokenize: the text and how to tokenize it and answer.
+struct TokenizeRequest {
+    std::string content;
+    bool add_special = false;   // add BOS/EOS as the vocabulary asks
+    bool parse_special = true;  // special-token text becomes the special token
+    bool with_pieces = false;   // answer {id, piece} objects instead of bare ids
+};
+TokenizeRequest read_tokenize_request(const Json& body);
+// {"tokens": [...]}: ids, or {id, piece} with the piece as text (or its bytes when not valid UTF-8).
+Json tokenize_json(const Tokenizer& tok, const std::vector<int32_t>& ids, bool with_pieces);
+// /detokenize: `tokens`, ids in the vocabulary (400 otherwise; none given: empty).
+std::vector<int32_t> read_detokenize_request(const Json& body, const Tokenizer& tok);
+
+}  // namespace bee::server
