@@ -10,7 +10,7 @@ namespace bee::server {
 namespace {
 
 void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-    const AnthropicRequest ar = read_anthropic_request(ctx, parse_body(req));
+    const TranslatedChatRequest ar = read_anthropic_request(ctx, parse_body(req));
     const std::string id = random_id("msg_");
     if (ar.stream) {
         stream_task(ctx, res, ar.task, anthropic_stream_format(ctx, ar.chat, id));

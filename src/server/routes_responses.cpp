@@ -12,7 +12,7 @@ namespace bee::server {
 namespace {
 
 void handle_responses(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
-    const ResponsesRequest rr = read_responses_request(ctx, parse_body(req));
+    const TranslatedChatRequest rr = read_responses_request(ctx, parse_body(req));
     const std::string id = random_id("resp_");
     if (rr.stream) {
         stream_task(ctx, res, rr.task, responses_stream_format(ctx, rr.chat, id));

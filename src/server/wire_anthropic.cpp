@@ -299,18 +299,12 @@ StreamFormat anthropic_stream_format(const ServerContext& ctx, const ChatRequest
     return fmt;
 }
 
-AnthropicRequest read_anthropic_request(ServerContext& ctx, const Json& body) {
-    AnthropicRequest r;
-    const Json chat = anthropic_to_chat(body);
-    r.chat = prepare_chat(ctx, chat, true);
-    r.task = make_task(ctx, r.chat.tokens, r.chat.gen);
-    r.stream = get_bool(chat, "stream", false);
-    return r;
+TranslatedChatRequest read_anthropic_request(ServerContext& ctx, const Json& body) {
+    return prepare_translated_chat(ctx, anthropic_to_chat(body), true);
 }
 
 std::vector<int32_t> read_anthropic_count_tokens(const ServerContext& ctx, const Json& body) {
-    const ChatPrompt cp = render_chat_prompt(ctx, anthropic_to_chat(body), true);
-    return ctx.tokenizer().encode(cp.text, true, true);
+    return chat_prompt_tokens(ctx, anthropic_to_chat(body), true);
 }
 
 }  // namespace bee::server

@@ -14,14 +14,9 @@
 
 namespace bee::server {
 
-// A /v1/messages request ready to run.
-struct AnthropicRequest {
-    ChatRequest chat;            // tool mode, prompt, tokens and generation parameters
-    std::shared_ptr<Task> task;  // the task to submit (refused if the prompt does not fit)
-    bool stream = false;
-};
-// 400 naming the field on a bad body (the route writes errors in Anthropic's shape).
-AnthropicRequest read_anthropic_request(ServerContext& ctx, const Json& body);
+// A /v1/messages request ready to run; 400 naming the field on a bad body (the route writes errors in
+// Anthropic's shape).
+TranslatedChatRequest read_anthropic_request(ServerContext& ctx, const Json& body);
 // /v1/messages/count_tokens: the prompt's tokens through the template, as /v1/messages would run it.
 std::vector<int32_t> read_anthropic_count_tokens(const ServerContext& ctx, const Json& body);
 

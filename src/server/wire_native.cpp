@@ -1,5 +1,5 @@
-// server/wire_native: /completion and /infill requests, the native completion object and chunks, /tokenize
-// and /detokenize.
+// server/wire_native: /completion and /infill requests, the native completion object and chunks, /tokenize,
+// /detokenize and slot actions.
 //
 // /infill is llama-server's fill-in-the-middle completion (code editors such as llama.vim call it): the
 // code before the cursor (input_prefix), after it (input_suffix), other files (input_extra [{filename,
@@ -251,6 +251,41 @@ std::vector<int32_t> read_detokenize_request(const Json& body, const Tokenizer& 
         }
     }
     return ids;
+}
+
+SlotActionRequest read_slot_action_request(const ServerContext& ctx, const httplib::Request& req) {
+    SlotActionRequest r;
+    const std::string id_text = req.matches[1];
+    if (id_text.empty() || id_text.size() > 4 || id_text.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(id_text) >= ctx.scheduler->n_parallel())
+        bad_request("Invalid slot ID '%s': slots are 0..%d", id_text.c_str(), ctx.scheduler->n_parallel() - 1);
+    r.id_slot = std::stoi(id_text);
+    r.action = req.get_param_value("action");
+    if (r.action != "save" && r.action != "restore" && r.action != "erase")
+        bad_request("Invalid action '%s': expected ?action=save, restore or erase", r.action.c_str());
+    if (r.action == "erase") return r;
+    const Json body = parse_body(req);
+    r.filename = get_string(body, "filename", "");
+    if (r.filename.empty()) bad_request("'filename' is required for action=%s", r.action.c_str());
+    if (!valid_slot_filename(r.filename))
+        bad_request("Invalid filename '%s': give a plain file name (no path separators, no '..')", r.filename.c_str());
+    return r;
+}
+
+Json slot_action_json(const SlotActionRequest& r, const SlotActionResult& result) {
+    if (r.action == "save")
+        return {{"id_slot", r.id_slot},
+                {"filename", r.filename},
+                {"n_saved", result.n_tokens},
+                {"n_written", result.n_bytes},
+                {"timings", {{"save_ms", result.ms}}}};
+    if (r.action == "restore")
+        return {{"id_slot", r.id_slot},
+                {"filename", r.filename},
+                {"n_restored", result.n_tokens},
+                {"n_read", result.n_bytes},
+                {"timings", {{"restore_ms", result.ms}}}};
+    return {{"id_slot", r.id_slot}, {"n_erased", result.n_tokens}};
 }
 
 }  // namespace bee::server

@@ -1,11 +1,12 @@
 // server/wire_native: llama-server's own wire shapes — /completion and /infill bodies read into a typed
-// completion request, /tokenize and /detokenize bodies, and the native completion object and stream
-// chunks, /tokenize's token list.
+// completion request, /tokenize, /detokenize and POST /slots/{id}?action= requests, and the native
+// completion object and stream chunks, /tokenize's token list, the slot action's answer.
 #pragma once
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "runtime/slot_save.h"
 #include "server/response.h"
 #include "server/wire_generation.h"
 
@@ -35,5 +36,16 @@ TokenizeRequest read_tokenize_request(const Json& body);
 Json tokenize_json(const Tokenizer& tok, const std::vector<int32_t>& ids, bool with_pieces);
 // /detokenize: `tokens`, ids in the vocabulary (400 otherwise; none given: empty).
 std::vector<int32_t> read_detokenize_request(const Json& body, const Tokenizer& tok);
+
+// POST /slots/{id}?action=save|restore|erase: the slot (in range), the action and, to save or restore, a
+// plain file name (`filename` in the body). Call only with --slot-save-path set.
+struct SlotActionRequest {
+    int32_t id_slot = 0;
+    std::string action;    // "save", "restore" or "erase"
+    std::string filename;  // empty for erase
+};
+SlotActionRequest read_slot_action_request(const ServerContext& ctx, const httplib::Request& req);
+// {id_slot, filename, n_saved / n_restored, n_written / n_read, timings}, or {id_slot, n_erased}.
+Json slot_action_json(const SlotActionRequest& r, const SlotActionResult& result);
 
 }  // namespace bee::server

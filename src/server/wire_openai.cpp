@@ -137,6 +137,19 @@ ChatRequest prepare_chat(ServerContext& ctx, const Json& body, bool allow_empty_
     return r;
 }
 
+TranslatedChatRequest prepare_translated_chat(ServerContext& ctx, const Json& chat_body, bool allow_empty_messages) {
+    TranslatedChatRequest r;
+    r.chat = prepare_chat(ctx, chat_body, allow_empty_messages);
+    r.task = make_task(ctx, r.chat.tokens, r.chat.gen);
+    r.stream = get_bool(chat_body, "stream", false);
+    return r;
+}
+
+std::vector<int32_t> chat_prompt_tokens(const ServerContext& ctx, const Json& chat_body, bool allow_empty_messages) {
+    const ChatPrompt cp = render_chat_prompt(ctx, chat_body, allow_empty_messages);
+    return ctx.tokenizer().encode(cp.text, true, true);
+}
+
 // Keeps only the first call when the request turned parallel calls off. Returns the calls to send.
 std::vector<chat::ToolCall> limit_calls(std::vector<chat::ToolCall> calls, const ToolMode& m, size_t n_sent) {
     if (m.parallel) return calls;

@@ -52,6 +52,17 @@ ChatCompletionRequest read_chat_completion_request(ServerContext& ctx, const Jso
 // A /v1/completions request ready to run (CompletionRequest: n choices of each prompt).
 CompletionRequest read_oai_completion_request(ServerContext& ctx, const Json& body);
 
+// A body of another API translated onto a chat body (Anthropic Messages, OpenAI Responses), ready to
+// run as one task.
+struct TranslatedChatRequest {
+    ChatRequest chat;
+    std::shared_ptr<Task> task;  // the task to submit (refused if the prompt does not fit)
+    bool stream = false;
+};
+TranslatedChatRequest prepare_translated_chat(ServerContext& ctx, const Json& chat_body, bool allow_empty_messages);
+// The tokens a chat body's prompt renders to, as it would run (count_tokens, input_tokens).
+std::vector<int32_t> chat_prompt_tokens(const ServerContext& ctx, const Json& chat_body, bool allow_empty_messages);
+
 // Keeps only the first call when the request turned parallel calls off; `n_sent` calls already went out.
 std::vector<chat::ToolCall> limit_calls(std::vector<chat::ToolCall> calls, const ToolMode& m, size_t n_sent);
 

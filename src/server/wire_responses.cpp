@@ -374,18 +374,12 @@ Json responses_output_items(const std::string& reasoning, const chat::ToolCallDe
     return out;
 }
 
-ResponsesRequest read_responses_request(ServerContext& ctx, const Json& body) {
-    ResponsesRequest r;
-    const Json chat = responses_to_chat(body);
-    r.chat = prepare_chat(ctx, chat);
-    r.task = make_task(ctx, r.chat.tokens, r.chat.gen);
-    r.stream = get_bool(chat, "stream", false);
-    return r;
+TranslatedChatRequest read_responses_request(ServerContext& ctx, const Json& body) {
+    return prepare_translated_chat(ctx, responses_to_chat(body), false);
 }
 
 std::vector<int32_t> read_responses_input_tokens(const ServerContext& ctx, const Json& body) {
-    const ChatPrompt cp = render_chat_prompt(ctx, responses_to_chat(body));
-    return ctx.tokenizer().encode(cp.text, true, true);
+    return chat_prompt_tokens(ctx, responses_to_chat(body), false);
 }
 
 }  // namespace bee::server

@@ -15,14 +15,8 @@
 
 namespace bee::server {
 
-// A /v1/responses request ready to run.
-struct ResponsesRequest {
-    ChatRequest chat;            // tool mode, prompt, tokens and generation parameters
-    std::shared_ptr<Task> task;  // the task to submit (refused if the prompt does not fit)
-    bool stream = false;
-};
-// 400 naming the field on a bad body.
-ResponsesRequest read_responses_request(ServerContext& ctx, const Json& body);
+// A /v1/responses request ready to run; 400 naming the field on a bad body.
+TranslatedChatRequest read_responses_request(ServerContext& ctx, const Json& body);
 // /v1/responses/input_tokens: the prompt's tokens through the template, as /v1/responses would run it.
 std::vector<int32_t> read_responses_input_tokens(const ServerContext& ctx, const Json& body);
 

@@ -1,5 +1,5 @@
 // tests/unit/server/test_api_translation: the Anthropic Messages and OpenAI Responses bodies translated
-// into chat bodies (server/anthropic_api, server/responses_api), and 400s for fields of the wrong type.
+// into chat bodies (server/wire_anthropic, server/wire_responses), and 400s for fields of the wrong type.
 #include <gtest/gtest.h>
 
 #include "server/wire_anthropic.h"
