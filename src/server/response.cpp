@@ -123,47 +123,6 @@ Json sampling_json(const SamplingParams& s) {
                 {"samplers", samplers}};
 }
 
-Json generation_settings(const ServerContext& ctx, const GenParams& g) {
-    Json j = sampling_json(g.sampling);
-    j.update(Json{{"n_predict", g.n_predict},
-                  {"stop", g.stop},
-                  {"ignore_eos", g.ignore_eos},
-                  {"n_keep", g.n_keep},
-                  {"n_probs", g.n_probs},
-                  {"cache_prompt", g.cache_prompt},
-                  {"n_ctx", ctx.scheduler->n_ctx_slot()},
-                  {"model", ctx.model_name}});
-    return j;
-}
-
-Json native_final(const ServerContext& ctx, const Task& t, const TaskResult& r, bool stream, size_t index) {
-    const FinishInfo& f = r.finish;
-    Json j = {{"index", index},
-              {"content", stream ? std::string() : r.content},
-              {"id_slot", f.id_slot},
-              {"stop", true},
-              {"model", ctx.model_name},
-              {"tokens_predicted", f.n_predicted},
-              {"tokens_evaluated", f.n_prompt},
-              {"generation_settings", generation_settings(ctx, t.params)},
-              {"prompt", ctx.tokenizer().decode(t.prompt, true)},
-              {"has_new_line", r.content.find('\n') != std::string::npos},
-              {"truncated", f.truncated},
-              {"stop_type", stop_type_name(f.stop_type)},
-              {"stopping_word", f.stopping_word},
-              {"tokens_cached", f.n_prompt + std::max(0, f.n_predicted - 1)},  // tokens in the slot's KV
-              {"timings", timings_json(f)}};
-    if (!stream) {
-        Json ids = Json::array();
-        for (const TokenInfo& ti : r.tokens) ids.push_back(ti.id);
-        j["tokens"] = ids;
-        if (t.params.want_logprobs) j["completion_probabilities"] = native_probs(r.tokens, ctx.tokenizer());
-    }
-    if (!f.stop_detail.empty()) j["stop_detail"] = f.stop_detail;
-    if (!f.stop_message.empty()) j["stop_message"] = f.stop_message;
-    return j;
-}
-
 Json progress_json(const TaskEvent& e) {
     const TaskEvent::Progress& p = e.progress;
     return Json{{"total", p.total}, {"cache", p.cache}, {"processed", p.processed}, {"time_ms", p.time_ms}};

@@ -41,11 +41,6 @@ Json progress_json(const TaskEvent& e);
 // The sampling fields under llama-server's names (generation_settings and /props), order as `samplers`.
 Json sampling_json(const SamplingParams& s);
 Json usage_json(const FinishInfo& f);
-// llama-server's generation_settings of a task: its sampling fields, n_predict, stop, n_ctx, model, ...
-Json generation_settings(const ServerContext& ctx, const GenParams& g);
-// The final object of /completion (non-stream body, or last stream chunk, where content and tokens went out
-// before); also the `__verbose` of the OpenAI routes when the request asks for `verbose`.
-Json native_final(const ServerContext& ctx, const Task& t, const TaskResult& r, bool stream, size_t index);
 // The closing chunks of an OpenAI stream: `last` (it carries finish_reason), then, when the client asked
 // for usage (stream_options.include_usage), `usage_chunk` (empty choices) with `usage`; the final chunk
 // also carries llama-server's `timings`.

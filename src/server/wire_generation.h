@@ -1,6 +1,9 @@
-// server/request: turns the JSON fields shared by every generation endpoint into a typed Task —
-// sampling fields, n_predict / max_completion_tokens / max_tokens precedence, stop strings, logprobs,
-// slot and cache options, reasoning overrides — and the prompt (text, token ids or a mix) into tokens.
+// server/wire_generation: the request fields every generation API shares (llama-server's set, read by the
+// wire_* readers of /completion, /infill, /v1/completions and /v1/chat/completions, and through the chat
+// translation by /v1/messages and /v1/responses) — sampling fields, n_predict / max_completion_tokens /
+// max_tokens precedence, stop strings, logprobs, slot and cache options, reasoning and speculative
+// overrides, grammar constraints — into GenParams, the prompt (text, token ids or a mix) into tokens, and
+// both into Tasks.
 #pragma once
 #include <memory>
 #include <string>
@@ -36,10 +39,24 @@ std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok);
 // one prompt; an array of strings, or of such arrays or objects, is several (kMaxChoices at most), answered in order.
 std::vector<std::vector<int32_t>> tokenize_prompts(const Json& prompt, const Tokenizer& tok);
 
+// A completion-style request (/completion, /infill, /v1/completions) ready to run.
+struct CompletionRequest {
+    GenParams gen;
+    int32_t n = 1;                             // choices per prompt
+    std::vector<std::shared_ptr<Task>> tasks;  // prompt by prompt, n choices each
+    bool stream = false;
+    bool include_usage = false;  // stream_options.include_usage (OpenAI streams only)
+    bool verbose = false;        // `verbose` (OpenAI only): the reply carries the native result as `__verbose`
+};
+
 // Builds the task; refuses (exceed_context_size_error) a prompt that does not fit the slot context.
 std::shared_ptr<Task> make_task(ServerContext& ctx, std::vector<int32_t> prompt, GenParams params);
 // n tasks for the n choices of one request; with a fixed seed, choice i samples with seed + i.
 std::vector<std::shared_ptr<Task>> make_tasks(ServerContext& ctx, const std::vector<int32_t>& prompt,
                                               const GenParams& params, int32_t n);
+// The tasks of several prompts, n choices each, prompt by prompt.
+std::vector<std::shared_ptr<Task>> make_prompt_tasks(ServerContext& ctx,
+                                                     const std::vector<std::vector<int32_t>>& prompts,
+                                                     const GenParams& params, int32_t n);
 
 }  // namespace bee::server

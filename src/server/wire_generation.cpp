@@ -1,5 +1,5 @@
-// server/request: generation fields and prompts, validated at the edge.
-#include "server/request.h"
+// server/wire_generation: the shared generation fields and prompts, validated at the edge.
+#include "server/wire_generation.h"
 
 #include <algorithm>
 #include <cctype>
@@ -458,6 +458,15 @@ std::vector<std::shared_ptr<Task>> make_tasks(ServerContext& ctx, const std::vec
         }
         tasks.push_back(make_task(ctx, prompt, std::move(p)));
     }
+    return tasks;
+}
+
+std::vector<std::shared_ptr<Task>> make_prompt_tasks(ServerContext& ctx,
+                                                     const std::vector<std::vector<int32_t>>& prompts,
+                                                     const GenParams& params, int32_t n) {
+    std::vector<std::shared_ptr<Task>> tasks;
+    for (const std::vector<int32_t>& p : prompts)
+        for (auto& t : make_tasks(ctx, p, params, n)) tasks.push_back(std::move(t));
     return tasks;
 }
 
