@@ -177,7 +177,7 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
 
 }  // namespace
 
-void register_chat_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_chat_routes(RouteTable& svr, ServerContext& ctx) {
     auto h = guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_chat(ctx, q, r); });
     svr.Post("/v1/chat/completions", h);
     svr.Post("/chat/completions", h);

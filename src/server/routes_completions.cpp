@@ -224,7 +224,7 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
 
 }  // namespace
 
-void register_completion_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_completion_routes(RouteTable& svr, ServerContext& ctx) {
     auto native = guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_native(ctx, q, r); });
     svr.Post("/completion", native);
     svr.Post("/completions", native);

@@ -85,7 +85,7 @@ std::vector<int32_t> infill_prompt(const Json& body, const ServerContext& ctx) {
 
 }  // namespace
 
-void register_infill_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_infill_routes(RouteTable& svr, ServerContext& ctx) {
     svr.Post("/infill", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
                  const Json body = parse_body(req);
                  complete_native(ctx, req, res, body, {infill_prompt(body, ctx)});
