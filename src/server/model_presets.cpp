@@ -173,7 +173,7 @@ bool is_router_flag(const std::string& f) {
 // false becomes its --no- form, or nothing when there is none).
 void apply_key(ModelSpec& m, const std::string& key, const std::string& value, const FlagLookup& has_flag,
                const std::string& path) {
-    if (key == "version" || key == "stop-timeout" || key == "dedup-cache-models") return;  // nothing to do in-process
+    if (key == "stop-timeout" || key == "dedup-cache-models") return;  // nothing to do in-process (see README)
     if (key == "load-on-startup") {
         m.load_on_startup = is_truthy(value);
         return;
@@ -277,6 +277,7 @@ std::vector<IniSection> parse_preset_ini(const std::string& text, const std::str
         if (!ident) bad("a key is letters, digits, '_', '.' and '-', starting with a letter or '_'");
         std::string value = line.substr(eq + 1);
         value.erase(0, value.find_first_not_of(" \t"));
+        if (key == "version") continue;  // the format's version: reserved, no option
         if (!cur) cur = &section("default");
         auto& keys = cur->keys;
         auto same = std::find_if(keys.begin(), keys.end(), [&](const auto& kv) { return kv.first == key; });
