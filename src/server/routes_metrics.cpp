@@ -51,7 +51,7 @@ std::string prometheus_text(const SchedulerMetrics& m) {
 
 }  // namespace
 
-void register_metrics_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_metrics_routes(RouteTable& svr, ServerContext& ctx) {
     svr.Get("/metrics", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
                 if (!ctx.params.metrics)
                     throw HttpError(501, "not_supported_error",
