@@ -265,8 +265,10 @@ def test_eagle3_four_slots_greedy_equals_no_speculation(types, plain, eagle3_hea
         s.stop()
     for g, r in zip(got, want):
         assert g["tokens"] == r["tokens"] and g["content"] == r["content"]
-    for g in got:  # every slot drafted with the head, each from its own features (one prompt ends at once)
-        assert g["timings"].get("draft_n", 0) >= 60 or g["timings"]["predicted_n"] <= 1, g["timings"]
+    long = [g for g in got if g["tokens_predicted"] >= 64]  # (the story prompt ends at once)
+    assert len(long) >= 3
+    for g in long:  # every slot drafted with the head, each from its own features
+        assert g["timings"]["draft_n"] >= 60, g["timings"]
 
 
 @pytest.fixture(scope="module")
@@ -294,8 +296,10 @@ def test_dflash_four_slots_greedy_equals_no_speculation(types, extra, plain, dfl
         s.stop()
     for g, r in zip(got, want):
         assert g["tokens"] == r["tokens"] and g["content"] == r["content"]
-    for g in got:  # every slot drafted, each from its own context (one prompt ends at once)
-        assert g["timings"].get("draft_n", 0) >= 60 or g["timings"]["predicted_n"] <= 1, g["timings"]
+    long = [g for g in got if g["tokens_predicted"] >= 64]  # (the story prompt ends at once)
+    assert len(long) >= 3
+    for g in long:  # every slot drafted, each from its own context
+        assert g["timings"]["draft_n"] >= 60, g["timings"]
 
 
 def test_dflash_max_slots(plain, dflash_drafter):
