@@ -75,8 +75,8 @@ std::vector<Prompt> read_prompts(const TrainDataOptions& o, const Model& model) 
     if (src.empty())
         fail(
             "%s has no chat template (tokenizer.chat_template): pass --chat-template NAME (%s) or --chat-template-file",
-            o.model.model.c_str(), chat::builtin_template_names());
-    const chat::Template tmpl = chat::Template::parse(src);
+            o.model.model.c_str(), chat::builtin_template_list().c_str());
+    const chat::Template tmpl = chat::Template::load(src);
     const std::string all = read_file(o.prompts);
     std::vector<Prompt> out;
     size_t at = 0;
