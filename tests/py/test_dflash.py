@@ -103,3 +103,14 @@ def test_what_cannot_apply_is_refused(bee, smollm, gemma, drafters):
     assert r.returncode != 0 and "-md" in r.stderr, r.stderr
     r = bee(*base, "-md", drafters["smollm"], "--spec-draft-temp", 0.7, "--spec-branch-budget", 4)
     assert r.returncode != 0 and "samples chains, which cannot be DDTree trees" in r.stderr, r.stderr
+
+
+def test_sampled_drafting_runs(bee, smollm, drafters):
+    """--spec-draft-temp auto at --temp 0.8: chains sampled from the block's marginals, verified by exact
+    rejection sampling (the distribution itself is checked by test_dflash_drafter's chi-square)."""
+    r = bee("run", "-m", smollm, "-md", drafters["smollm"], "-p", "Once upon a time", "-n", 48, "--temp", 0.8,
+            "--seed", 7, "--spec-draft-temp", "auto", "--no-spec-dm-adaptive", "--spec-draft-n-max", 4, "--json",
+            "-t", 2)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["timings"]["draft_n"] >= 40, j["timings"]

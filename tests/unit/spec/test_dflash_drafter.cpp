@@ -203,7 +203,7 @@ INSTANTIATE_TEST_SUITE_P(DflashDrafter, DflashEveryDraft,
                          testing::Values(Case{"LlamaCppChains", false, 0}, Case{"ForkTrees", true, 6}),
                          [](const testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
-TEST(DflashDrafter, GreedyOutputIsUnchangedFlatAndDdtree) {
+TEST(DflashDrafter, GreedyOutputIsUnchangedFlatDdtreeAndAdaptive) {
     const std::vector<int32_t> prompt = prompt_tokens(30);
     const std::vector<int32_t> plain = generate(nullptr, prompt, 48);
     for (int branches : {0, 8}) {
@@ -215,6 +215,15 @@ TEST(DflashDrafter, GreedyOutputIsUnchangedFlatAndDdtree) {
         EXPECT_EQ(generate(&spec, prompt, 48), plain) << "branch budget " << branches;
         EXPECT_GT(spec.stats().draft_n(), 100) << "it drafted";
     }
+    // The depth controller choosing the block length (and the tree shrinking with it).
+    SpecParams p = dflash_params(fixture().fork, 6);
+    p.depth.adaptive = true;
+    p.depth.controller = "fringe";
+    p.branch_budget = 8;
+    p.draft_top_k = 3;
+    SpecShared shared(p, *fixture().target);
+    Speculator spec(shared);
+    EXPECT_EQ(generate(&spec, prompt, 48), plain) << "adaptive depth";
 }
 
 TEST(DflashDrafter, StaleCellsLeaveTheContext) {
