@@ -61,7 +61,8 @@ void add_spec_options(ArgParser& p, SpecOptions& o) {
     p.i32("--spec-draft-top-k", &s.draft_top_k,
           "tree drafts: candidates per depth (forced to 1 without --spec-branch-budget) [4]", 1, 64);
     p.i32("--spec-branch-budget", &o.branch_budget,
-          "tree drafts: nodes beyond the main path, for drafters that build trees (draft-eagle3) [0: chains]", 0, 1024);
+          "tree drafts: nodes beyond the main path, for drafters that build trees (draft-eagle3, dflash) [0: chains]",
+          0, 1024);
     p.i32("--tree-budget", &o.tree_budget,
           "legacy total tree size: --spec-branch-budget = max(0, N - --spec-draft-n-max) [0]", 0, 4096);
     p.custom("--spec-draft-temp", "0|T|auto",
@@ -106,7 +107,7 @@ void finish_spec_options(SpecOptions& o, int n_ctx, int n_threads) {
     if (!o.type_given)  // as llama.cpp's plain -md: a kind whose file is given is used without --spec-type
         for (const DrafterKind& k : drafter_kinds()) {
             if (!k.file_flag || !k.has_file(s)) continue;
-            // -md FILE: the draft model or an EAGLE-3 head, by the file's architecture
+            // -md FILE: the draft model, an EAGLE-3 head or a DFlash drafter, by the file's architecture
             const char* name = k.file_arch ? drafter_kind_for_file(s.draft_model).name : k.name;
             if (std::find(s.types.begin(), s.types.end(), name) == s.types.end()) s.types.push_back(name);
         }

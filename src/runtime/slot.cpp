@@ -8,7 +8,9 @@ namespace bee::runtime {
 
 Slot::Slot(int id, const Tokenizer& tok, int32_t n_vocab, SpecShared* spec)
     : id_(id), tok_(tok), n_vocab_(n_vocab), spec_shared_(spec) {
-    if (spec && spec->params().enabled()) spec_slot_ = std::make_unique<Speculator>(*spec);
+    if (!spec) return;
+    slot_types_ = spec_types_for_slot(spec->params(), spec->params().types, id);  // e.g. --spec-dflash-max-slots
+    if (!slot_types_.empty()) spec_slot_ = std::make_unique<Speculator>(*spec, slot_types_);
 }
 
 Slot::Slot(Slot&&) noexcept = default;
@@ -44,9 +46,11 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     at_line_start_ = false;
     indent_pending_.clear();
     // drafts would bypass the grammar; post-sampling probabilities are read from the sampler row by row
-    if (spec_slot_ && gp.spec.n_max != 0 && !gp.grammar && !gp.post_sampling_probs) {
-        const std::vector<std::string>& types = gp.spec.types_given ? gp.spec.types : spec_shared_->params().types;
-        if (!gp.spec.fresh && types == spec_shared_->params().types) {
+    if (spec_shared_ && spec_shared_->params().enabled() && gp.spec.n_max != 0 && !gp.grammar &&
+        !gp.post_sampling_probs) {
+        const std::vector<std::string> types =
+            gp.spec.types_given ? spec_types_for_slot(spec_shared_->params(), gp.spec.types, id_) : slot_types_;
+        if (!gp.spec.fresh && types == slot_types_ && spec_slot_) {
             spec_ = spec_slot_.get();
         } else if (!types.empty()) {
             spec_task_ = std::make_unique<Speculator>(*spec_shared_, types);

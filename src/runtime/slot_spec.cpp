@@ -88,7 +88,7 @@ void Slot::add_drafter(std::unique_ptr<Drafter> d) {
 }
 
 std::vector<std::string> Slot::spec_types() const {
-    if (spec_ && spec_ == spec_slot_.get()) return spec_shared_->params().types;
+    if (spec_ && spec_ == spec_slot_.get()) return slot_types_;
     if (spec_) return task_->params.spec.types;
     return {};
 }

@@ -17,7 +17,7 @@ const std::vector<DrafterKind>& drafter_kinds() {
     static const std::vector<DrafterKind> kinds = {kDrafterNgramSimple, kDrafterNgramMapK,  kDrafterNgramMapK4v,
                                                    kDrafterNgramMod,    kDrafterNgramCache, kDrafterCopyspec,
                                                    kDrafterRecycle,     kDrafterSuffix,     kDrafterDraftModel,
-                                                   kDrafterEagle3};
+                                                   kDrafterEagle3,      kDrafterDflash};
     return kinds;
 }
 
@@ -27,8 +27,8 @@ std::string drafter_kind_names() {
     return s;
 }
 
-static bool has_alias(const DrafterKind& k, const std::string& name) {
-    std::stringstream ss(k.aliases);
+static bool in_list(const char* list, const std::string& name) {
+    std::stringstream ss(list);
     std::string a;
     while (std::getline(ss, a, ','))
         if (a == name) return true;
@@ -37,7 +37,7 @@ static bool has_alias(const DrafterKind& k, const std::string& name) {
 
 const DrafterKind* find_drafter_kind(const std::string& name) {
     for (const DrafterKind& k : drafter_kinds())
-        if (name == k.name || has_alias(k, name)) return &k;
+        if (name == k.name || in_list(k.aliases, name)) return &k;
     return nullptr;
 }
 
@@ -72,7 +72,7 @@ const DrafterKind& drafter_kind_for_file(const std::string& path) {
     const std::string arch = file_architecture(path);
     const DrafterKind* model = nullptr;
     for (const DrafterKind& k : drafter_kinds()) {
-        if (k.file_arch && *k.file_arch && arch == k.file_arch) return k;
+        if (k.file_arch && *k.file_arch && in_list(k.file_arch, arch)) return k;
         if (k.file_arch && !*k.file_arch) model = &k;
     }
     return *model;
@@ -84,6 +84,17 @@ void check_drafter_file(const DrafterKind& kind, const std::string& path) {
     if (&fits == &kind) return;
     fail("%s is a '%s' file, which --spec-type %s cannot use: use --spec-type %s with it", path.c_str(),
          file_architecture(path).c_str(), kind.name, fits.name);
+}
+
+std::vector<std::string> spec_types_for_slot(const SpecParams& params, const std::vector<std::string>& types,
+                                             int slot) {
+    std::vector<std::string> out;
+    for (const std::string& t : types) {
+        const DrafterKind* k = find_drafter_kind(t);
+        const int32_t cap = k && k->max_slots ? k->max_slots(params) : 0;
+        if (cap <= 0 || slot < cap) out.push_back(t);
+    }
+    return out;
 }
 
 SpecShared::SpecShared(const SpecParams& params, const Model& target, ThreadPool* pool)

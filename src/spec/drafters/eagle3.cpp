@@ -21,6 +21,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "model/model.h"
+#include "spec/draft_marginals.h"
 #include "spec/drafters/drafters.h"
 #include "spec/eagle3/eagle3_head.h"
 #include "spec/registry.h"
@@ -33,28 +34,6 @@ struct Eagle3Shared : DrafterShared {
     Eagle3Target target;
     std::unique_ptr<Eagle3Head> head;
 };
-
-// The draft distribution at one depth: the top candidates (draft ids) with their log-probabilities.
-struct DepthTop {
-    std::vector<int32_t> id;
-    std::vector<float> lp;
-};
-
-void top_candidates(const float* logits, int n, int k, DepthTop& t) {
-    const float mx = *std::max_element(logits, logits + n);
-    double sum = 0;
-    for (int i = 0; i < n; i++) sum += std::exp((double)logits[i] - mx);
-    const float log_z = mx + (float)std::log(sum);
-    k = std::min(k, n);
-    t.id.resize(n);
-    for (int i = 0; i < n; i++) t.id[i] = i;
-    // Highest logit first; ties to the lower id, as argmax.
-    std::partial_sort(t.id.begin(), t.id.begin() + k, t.id.end(),
-                      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
-    t.id.resize(k);
-    t.lp.resize(k);
-    for (int i = 0; i < k; i++) t.lp[i] = logits[t.id[i]] - log_z;
-}
 
 class Eagle3Drafter : public Drafter {
 public:
