@@ -212,13 +212,9 @@ void add_log_options(ArgParser& p) {
     p.action("--no-log-timestamps", "no time on log lines (the default)", [] { log_set_timestamps(false); });
 }
 
-// --rope-scaling none|linear (yarn is refused: Bee has no YaRN, the model would be run unscaled).
+// --rope-scaling none|linear|yarn
 static std::string parse_rope_scaling(const std::string& v) {
-    if (v == "none" || v == "linear") return v;
-    if (v == "yarn")
-        fail(
-            "--rope-scaling yarn is not supported: Bee implements linear rope scaling only, and running the model "
-            "without YaRN would give wrong output past its trained context");
+    if (v == "none" || v == "linear" || v == "yarn") return v;
     fail("invalid value '%s' for --rope-scaling: expected none, linear or yarn", v.c_str());
 }
 
@@ -230,9 +226,9 @@ static void add_load_options(ArgParser& p, ModelOptions& o) {
              [&l](const std::string& v) {
                  for (GgufOverride& ov : parse_gguf_overrides(v)) l.kv_overrides.push_back(std::move(ov));
              });
-    p.custom("--rope-scaling", "none|linear", "rope frequency scaling [the model's]",
+    p.custom("--rope-scaling", "none|linear|yarn", "rope frequency scaling [the model's]",
              [&l](const std::string& v) { l.rope_scaling = parse_rope_scaling(v); });
-    p.custom("--rope-scale", "N", "rope context scaling factor: linear scaling by N [the model's]",
+    p.custom("--rope-scale", "N", "rope context scaling factor: scaling by N [the model's]",
              [&l](const std::string& v) {
                  float n = 0;
                  if (sscanf(v.c_str(), "%f", &n) != 1 || !(n > 0))
@@ -242,9 +238,13 @@ static void add_load_options(ArgParser& p, ModelOptions& o) {
     p.f32("--rope-freq-base", &l.rope_freq_base, "rope base frequency [the model's]", 0.0f, 1e12f);
     p.f32("--rope-freq-scale", &l.rope_freq_scale, "rope frequency scale: linear scaling by 1/N [the model's]", 0.0f,
           1e6f);
-    for (const char* yarn :
-         {"--yarn-orig-ctx", "--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast"})
-        p.ignored(yarn, 1, "they apply to YaRN rope scaling, which Bee does not implement (YaRN models are refused)");
+    p.i32("--yarn-orig-ctx", &l.yarn_orig_ctx, "YaRN: the model's trained context (0: the model's) [0]", 0, 1 << 24);
+    p.f32("--yarn-ext-factor", &l.yarn_ext_factor,
+          "YaRN: extrapolation mix, 0 = pure interpolation (-1: 1 for yarn models) [-1]", -1, 100);
+    p.f32("--yarn-attn-factor", &l.yarn_attn_factor,
+          "YaRN: magnitude of the rotation before its 1 + 0.1 ln(scale) (-1: from the scale) [-1]", -1, 100);
+    p.f32("--yarn-beta-slow", &l.yarn_beta_slow, "YaRN: high correction dim, in rotations (-1: 1) [-1]", -1, 1e6f);
+    p.f32("--yarn-beta-fast", &l.yarn_beta_fast, "YaRN: low correction dim, in rotations (-1: 32) [-1]", -1, 1e6f);
     p.flag("--check-tensors", &l.check_tensors, "check every tensor value is finite before loading (slower start)");
     p.flag("--mlock", &o.mlock, "lock the loaded model in RAM (no swapping)");
 }

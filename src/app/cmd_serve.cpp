@@ -131,7 +131,8 @@ void add_chat_options(ArgParser& p, ServeOptions& o) {
     server::ServerParams& s = o.srv;
     p.flag("--jinja", &o.jinja, "use Jinja chat templates (always on)");
     p.str("--chat-template", &o.chat_template, "NAME|JINJA",
-          "chat template: Jinja source or a built-in name (chatml, gemma) [from the model]");
+          "chat template: Jinja source or a built-in name (llama.cpp's: chatml, llama3, gemma, mistral-v7, ...; an "
+          "unknown name lists them) [from the model]");
     p.str("--chat-template-file", &o.chat_template_file, "FILE", "read the chat template from a file");
     p.str("--chat-template-kwargs", &o.chat_template_kwargs, "JSON",
           "extra template variables, e.g. {\"enable_thinking\":false}");
@@ -199,6 +200,7 @@ void finish_options(ServeOptions& o) {
     server::ServerParams& s = o.srv;
     if (o.model.model.empty()) fail("no model given (use -m FILE)");
     s.model_path = o.model.model;
+    s.verbose = log_level() == LogLevel::debug;  // -v: every OpenAI reply carries __verbose, as in llama-server
     s.api_keys = split_commas(o.api_key);
     if (!o.api_key_file.empty()) {  // one key per line
         std::string text = read_file(o.api_key_file);

@@ -440,6 +440,7 @@ void Scheduler::on_finished(const FinishInfo& f) {
     std::lock_guard<std::mutex> lk(mu_);
     const uint64_t n_prompt = (uint64_t)(f.n_prompt - f.n_cached);
     metrics_.prompt_tokens_total += n_prompt;
+    metrics_.prompt_tokens_cached_total += (uint64_t)f.n_cached;
     metrics_.prompt_seconds_total += f.prompt_ms / 1000.0;
     metrics_.tokens_predicted_total += (uint64_t)f.n_predicted;
     metrics_.tokens_predicted_seconds_total += f.predicted_ms / 1000.0;

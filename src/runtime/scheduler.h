@@ -35,7 +35,8 @@ struct SchedulerParams {
 
 // Counters for /metrics (llama.cpp names in server/routes_metrics.cpp).
 struct SchedulerMetrics {
-    uint64_t prompt_tokens_total = 0;  // prompt tokens evaluated (cache hits excluded)
+    uint64_t prompt_tokens_total = 0;         // prompt tokens evaluated (cache hits excluded)
+    uint64_t prompt_tokens_cached_total = 0;  // prompt tokens reused from the KV cache
     double prompt_seconds_total = 0;
     uint64_t tokens_predicted_total = 0;
     double tokens_predicted_seconds_total = 0;

@@ -94,6 +94,8 @@ Json sampling_json(const SamplingParams& s) {
         samplers.push_back(names.substr(at, end - at));
         at = end + 1;
     }
+    Json logit_bias = Json::array();  // llama-server's [{bias, token}]; a banned token's -inf is JSON null
+    for (const auto& [token, bias] : s.logit_bias) logit_bias.push_back({{"bias", bias}, {"token", token}});
     return Json{{"seed", s.seed},
                 {"temperature", s.temp},
                 {"dynatemp_range", s.dynatemp_range},
@@ -118,6 +120,7 @@ Json sampling_json(const SamplingParams& s) {
                 {"mirostat_tau", s.mirostat_tau},
                 {"mirostat_eta", s.mirostat_eta},
                 {"min_keep", s.min_keep},
+                {"logit_bias", logit_bias},
                 {"samplers", samplers}};
 }
 

@@ -4,6 +4,7 @@
 
 #include "server/context.h"
 #include "server/http_util.h"
+#include "server/wire_generation.h"
 
 namespace bee::server {
 
@@ -22,10 +23,9 @@ void register_embedding_routes(httplib::Server& svr, ServerContext& ctx);   // /
 // given); throws Error when rank pooling is asked of a model without a classification head.
 void resolve_embedding_options(ServerContext& ctx);
 
-// Runs a native /completion request for prompts already tokenized (by /completion or /infill): the
-// generation fields of `body`, stream or not, n choices per prompt.
-void complete_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, const Json& body,
-                     const std::vector<std::vector<int32_t>>& prompts);
+// Runs a native completion request (read from /completion or /infill): stream or not, n choices per prompt.
+void complete_native(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
+                     const CompletionRequest& cr);
 
 // Wraps a handler: HttpError becomes its JSON error, any other exception a 500 — never a crash.
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn);

@@ -23,6 +23,8 @@ std::string prometheus_text(const SchedulerMetrics& m) {
     const double busy_per_decode = m.n_decode_total ? (double)m.n_busy_slots_total / (double)m.n_decode_total : 0.0;
     const Metric metrics[] = {
         {"prompt_tokens_total", "counter", "Number of prompt tokens processed.", (double)m.prompt_tokens_total},
+        {"prompt_tokens_cached_total", "counter", "Number of prompt tokens reused from the cache",
+         (double)m.prompt_tokens_cached_total},
         {"prompt_seconds_total", "counter", "Prompt process time", m.prompt_seconds_total},
         {"tokens_predicted_total", "counter", "Number of generation tokens processed.",
          (double)m.tokens_predicted_total},

@@ -8,7 +8,6 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "chat/builtin_templates.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 
@@ -119,7 +118,7 @@ void set_cors_headers(const ServerParams& p, const httplib::Request& req, httpli
     res.set_header("Vary", "Origin");
     if (named) res.set_header("Access-Control-Allow-Credentials", "true");
     if (preflight) {
-        res.set_header("Access-Control-Allow-Methods", "GET, POST");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");  // llama-server's default
         res.set_header("Access-Control-Allow-Headers", "*");
     }
 }
@@ -228,11 +227,11 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
         // No template in the file: pick a built-in one by the turn markers the vocabulary has (ChatML
         // otherwise, as llama-server does).
         const char* name = ctx.model->tokenizer().find_token("<start_of_turn>") >= 0 ? "gemma" : "chatml";
-        ctx.tmpl_source = chat::builtin_template(name);
+        ctx.tmpl_source = name;
         BEE_LOG_WARN("the model has no chat template: using the built-in '%s' (override with --chat-template)", name);
     }
     try {
-        ctx.tmpl = std::make_unique<chat::Template>(chat::Template::parse(ctx.tmpl_source));
+        ctx.tmpl = std::make_unique<chat::Template>(chat::Template::load(ctx.tmpl_source));
     } catch (const Error& e) {
         fail("chat template: %s", e.what());
     }

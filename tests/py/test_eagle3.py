@@ -71,3 +71,20 @@ def test_wrong_files_are_refused(bee, smollm, heads):
     assert r.returncode != 0 and "target_hidden_size" in r.stderr and "made for another model" in r.stderr, r.stderr
     r = bee(*base, "--spec-type", "draft-eagle3")
     assert r.returncode != 0 and "-md" in r.stderr, r.stderr
+
+
+def test_trained_head_has_no_ceiling(bee, smollm, prompts):
+    """The committed SmolLM2 head (drafters/) drafts chains whose depth 2 and 3 are accepted: the head's cache
+    follows the target, so deeper drafts are not all wrong (the fork's '1/n_draft ceiling')."""
+    head = ROOT / "drafters" / "SmolLM2-135M-Instruct.eagle3.gguf"
+    r = bee("bench", "spec", "-m", smollm, "-md", head, "--prompts", prompts, "-n", 64, "--types", "draft-eagle3",
+            "--spec-draft-n-max", 4, "--no-spec-dm-adaptive", "-o", "json", "-t", 2, timeout=900)
+    assert r.returncode == 0, r.stderr
+    res = {c["spec_type"]: c for c in json.loads(r.stdout)}
+    c = res["draft-eagle3"]
+    assert c["same_tokens"]
+    d = c["drafters"][0]
+    acc = d["acc_at_pos"]  # [i]: drafts with more than i tokens accepted
+    assert d["n_accept"] >= 200, d
+    assert acc[0] >= 0.1 * d["n_accept"], d  # depth 1
+    assert len(acc) >= 3 and acc[1] >= 5 and acc[2] >= 1, d  # depths 2 and 3 clearly above zero

@@ -265,5 +265,7 @@ def test_eagle3_four_slots_greedy_equals_no_speculation(types, plain, eagle3_hea
         s.stop()
     for g, r in zip(got, want):
         assert g["tokens"] == r["tokens"] and g["content"] == r["content"]
-    for g in got:  # every slot drafted with the head, each from its own features
+    long = [g for g in got if g["tokens_predicted"] >= 64]  # (the story prompt ends at once)
+    assert len(long) >= 3
+    for g in long:  # every slot drafted with the head, each from its own features
         assert g["timings"]["draft_n"] >= 60, g["timings"]

@@ -49,9 +49,8 @@ void top_candidates(const float* logits, int n, int k, DepthTop& t) {
     t.id.resize(n);
     for (int i = 0; i < n; i++) t.id[i] = i;
     // Highest logit first; ties to the lower id, as argmax.
-    std::partial_sort(t.id.begin(), t.id.begin() + k, t.id.end(), [&](int32_t a, int32_t b) {
-        return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-    });
+    std::partial_sort(t.id.begin(), t.id.begin() + k, t.id.end(),
+                      [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
     t.id.resize(k);
     t.lp.resize(k);
     for (int i = 0; i < k; i++) t.lp[i] = logits[t.id[i]] - log_z;
@@ -273,8 +272,7 @@ std::unique_ptr<DrafterShared> make_eagle3_shared(const SpecParams& p, const Mod
     s->head = Eagle3Head::load(p.draft_model, s->target);
     const Eagle3HParams& hp = s->head->hparams();
     BEE_LOG_INFO("EAGLE-3 head %s: width %d, %d heads, taps [%d, %d, %d], draft vocabulary %d", p.draft_model.c_str(),
-                 hp.n_embd, hp.n_head, hp.target_layers[0], hp.target_layers[1], hp.target_layers[2],
-                 hp.n_draft_vocab);
+                 hp.n_embd, hp.n_head, hp.target_layers[0], hp.target_layers[1], hp.target_layers[2], hp.n_draft_vocab);
     return s;
 }
 

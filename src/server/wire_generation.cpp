@@ -1,5 +1,5 @@
-// server/request: generation fields and prompts, validated at the edge.
-#include "server/request.h"
+// server/wire_generation: the shared generation fields and prompts, validated at the edge.
+#include "server/wire_generation.h"
 
 #include <algorithm>
 #include <cctype>
@@ -393,8 +393,21 @@ void set_grammar(GenParams& g, const std::string& gbnf, const Tokenizer& tok) {
 std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok) {
     std::vector<int32_t> out;
     if (prompt.is_string()) return tok.encode(prompt.get<std::string>(), true, true);
+    if (prompt.is_object()) {  // llama-server's {"prompt_string": "...", "multimodal_data": ["base64", ...]}
+        auto media = prompt.find("multimodal_data");
+        if (media != prompt.end() && !media->is_null() && !(media->is_array() && media->empty()))
+            bad_request(
+                "'prompt'.multimodal_data: this server has no multimodal projector, so it cannot take images or "
+                "audio; send the prompt as text only");
+        auto text = prompt.find("prompt_string");
+        if (text == prompt.end() || !text->is_string())
+            bad_request("a 'prompt' object must have a string 'prompt_string' ({\"prompt_string\": \"...\"})");
+        return tok.encode(text->get<std::string>(), true, true);
+    }
     if (!prompt.is_array() || prompt.empty())
-        bad_request("'prompt' must be a string, an array of token ids, or an array mixing both");
+        bad_request(
+            "'prompt' must be a string, an array of token ids, an array mixing both, or {\"prompt_string\": "
+            "\"...\"}");
     bool first = true;
     for (const Json& p : prompt) {
         if (p.is_string()) {
@@ -418,7 +431,7 @@ std::vector<std::vector<int32_t>> tokenize_prompts(const Json& prompt, const Tok
     for (const Json& p : prompt.is_array() ? prompt : Json::array()) {
         strings = strings && p.is_string();
         numbers = numbers || p.is_number();
-        arrays = arrays || p.is_array();
+        arrays = arrays || p.is_array() || p.is_object();  // an object is one prompt ({"prompt_string"})
     }
     if (!strings && !arrays) return {tokenize_prompt(prompt, tok)};  // one prompt (string, ids, or mixed)
     if (numbers) bad_request("'prompt' mixes token ids with nested prompts; give one prompt or an array of prompts");
@@ -445,6 +458,15 @@ std::vector<std::shared_ptr<Task>> make_tasks(ServerContext& ctx, const std::vec
         }
         tasks.push_back(make_task(ctx, prompt, std::move(p)));
     }
+    return tasks;
+}
+
+std::vector<std::shared_ptr<Task>> make_prompt_tasks(ServerContext& ctx,
+                                                     const std::vector<std::vector<int32_t>>& prompts,
+                                                     const GenParams& params, int32_t n) {
+    std::vector<std::shared_ptr<Task>> tasks;
+    for (const std::vector<int32_t>& p : prompts)
+        for (auto& t : make_tasks(ctx, p, params, n)) tasks.push_back(std::move(t));
     return tasks;
 }
 
