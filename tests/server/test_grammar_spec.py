@@ -159,3 +159,30 @@ def test_reasoning_budget_inside_a_constrained_draft():
         assert got[0] == 200, got
         assert message(got[2]) == message(want[2])
     assert sum(g[2]["timings"].get("draft_n_accepted", 0) for g in outs[1]) > 0
+
+
+@pytest.mark.parametrize("drafter", [
+    # the committed EAGLE-3 head drafting trees (rejected subtrees pruned per path)
+    ["-md", "drafters/SmolLM2-135M-Instruct.eagle3.gguf", "--spec-type", "draft-eagle3", "--spec-branch-budget", "4",
+     "--spec-draft-top-k", "3", "--spec-draft-n-max", "4"],
+    # SmolLM2 as its own draft model: chains, and sampled chains (q) for the sampled request
+    ["-md", "models/SmolLM2-135M-Instruct.Q4_1.gguf", "--spec-type", "draft", "--spec-draft-n-max", "6",
+     "--spec-draft-temp", "auto"],
+], ids=["eagle3-trees", "draft-model"])
+def test_model_drafters_under_constraints(drafter, plain):
+    from conftest import ROOT
+    args = [str(ROOT / a) if a.endswith(".gguf") else a for a in drafter]
+    s = Server("-c", "2048", "-np", "2", "--no-spec-dm-adaptive", *args)
+    try:
+        timings = []
+        for name in ("json_schema", "gbnf_fits", "gbnf_cut"):
+            want, got = complete(plain, CASES[name]), complete(s, CASES[name])
+            assert got["tokens"] == want["tokens"], name
+            timings.append(got["timings"])
+        assert sum(t["draft_n_accepted"] for t in timings) > 0, timings
+        assert sum(t.get("draft_n_grammar_cut", 0) for t in timings) > 0, timings
+        import re
+        r = complete(s, {**CASES["gbnf_cut"], "temperature": 0.7, "seed": 3})
+        assert re.fullmatch(r"[a-z ]+", r["content"]) and r["timings"]["draft_n"] > 0, r
+    finally:
+        s.stop()
