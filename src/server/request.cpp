@@ -47,9 +47,6 @@ void refuse_unsupported(const Json& body, Api api) {
         for (const char* key : {"best_of", "suffix"})
             if (body.contains(key) && !body[key].is_null()) bad_request("Unsupported param: %s", key);
     }
-    auto it = body.find("lora");
-    if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
-        bad_request("'lora' is not supported by Bee (no LoRA adapters); remove the field");
 }
 
 // DRY's fields and llama.cpp's `samplers` (an array of names, or one string of names or letters).
@@ -345,6 +342,10 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     if (!(g.t_max_predict_ms >= 0)) bad_request("'t_max_predict_ms' must be >= 0");
     parse_reasoning_overrides(body, ctx, g);
     parse_spec_overrides(body, ctx, g);
+    auto lora = body.find("lora");  // llama-server's: adapters not listed run at scale 0
+    g.lora = lora != body.end() && !lora->is_null()
+                 ? parse_lora_list(*lora, ctx.engine->lora_adapters().size(), "'lora'")
+                 : ctx.lora_scales();
     std::string gbnf = constraint_gbnf(body);
     if (gbnf.empty()) gbnf = ctx.params.grammar;  // --grammar / --json-schema
     if (!gbnf.empty()) set_grammar(g, gbnf, ctx.tokenizer());

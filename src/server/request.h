@@ -19,6 +19,12 @@ enum class Api { native, oai_completion, oai_chat };
 // Validates and reads the generation fields of `body` (400 on a bad field).
 GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api);
 
+// A list of {"id": N, "scale": S} (the "lora" field, POST /lora-adapters' body) as one scale per adapter,
+// those not listed 0; 400 naming `where` for an unknown id or a scale that is not a finite number.
+std::vector<float> parse_lora_list(const Json& list, size_t n_adapters, const char* where);
+// The scales as llama-server reports them: [{"id": i, "scale": s}, ...].
+Json lora_scales_json(const std::vector<float>& scales);
+
 // `n` (alias n_cmpl): how many choices to generate, 1..kMaxChoices (400 otherwise).
 constexpr int32_t kMaxChoices = 16;
 int32_t parse_n_choices(const Json& body);

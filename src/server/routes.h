@@ -18,6 +18,7 @@ void register_infill_routes(httplib::Server& svr, ServerContext& ctx);      // /
 void register_anthropic_routes(httplib::Server& svr, ServerContext& ctx);   // /v1/messages (Anthropic)
 void register_responses_routes(httplib::Server& svr, ServerContext& ctx);   // /v1/responses (OpenAI)
 void register_embedding_routes(httplib::Server& svr, ServerContext& ctx);   // /v1/embeddings /embedding(s) /rerank
+void register_lora_routes(httplib::Server& svr, ServerContext& ctx);        // /lora-adapters
 // Settles --embedding / --reranking / --pooling against the loaded model (pooling from the file when not
 // given); throws Error when rank pooling is asked of a model without a classification head.
 void resolve_embedding_options(ServerContext& ctx);

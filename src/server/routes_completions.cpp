@@ -19,6 +19,7 @@ Json generation_settings(const ServerContext& ctx, const GenParams& g) {
                   {"n_keep", g.n_keep},
                   {"n_probs", g.n_probs},
                   {"cache_prompt", g.cache_prompt},
+                  {"lora", lora_scales_json(g.lora)},
                   {"n_ctx", ctx.scheduler->n_ctx_slot()},
                   {"model", ctx.model_name}});
     return j;

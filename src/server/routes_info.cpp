@@ -1,5 +1,6 @@
 // server/routes_info: /health, /v1/models, /props and /slots — the server describing itself.
 #include "server/http_util.h"
+#include "server/request.h"
 #include "server/response.h"
 #include "server/routes.h"
 
@@ -34,6 +35,7 @@ Json default_settings(const ServerContext& ctx) {
     Json params = sampling_json(ctx.params.sampling);
     params["n_predict"] = ctx.params.n_predict;
     params["cache_prompt"] = ctx.params.cache_prompt;
+    params["lora"] = lora_scales_json(ctx.lora_scales());
     Json out{{"n_ctx", ctx.scheduler->n_ctx_slot()}, {"params", params}};
     // The server's speculative settings, under llama-server's request keys (each can be overridden).
     Json& p = out["params"];

@@ -197,6 +197,7 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
     register_anthropic_routes(svr_, ctx_);
     register_responses_routes(svr_, ctx_);
     register_embedding_routes(svr_, ctx_);
+    register_lora_routes(svr_, ctx_);
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -221,6 +222,7 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     BEE_LOG_INFO("model: %s", ctx.model->describe().c_str());
     resolve_embedding_options(ctx);
     ctx.engine = std::make_unique<Engine>(*ctx.model, ep);
+    ctx.set_lora_scales(ctx.engine->lora_default());
     ctx.scheduler = std::make_unique<Scheduler>(*ctx.engine, p.sched);
     ctx.tmpl_source =
         p.chat_template.empty() ? ctx.model->gguf().get_str("tokenizer.chat_template", "") : p.chat_template;
