@@ -81,8 +81,10 @@ struct LoraLoader {
         fail("%s: LoRA tensors for '%s': Bee applies LoRA to %s only", f.path().c_str(), base.c_str(), kSupported);
     }
 
-    // The tensor as an F32 matrix of ne[1] rows of ne[0], owned by the adapter.
-    Weight to_f32(const GgufTensor& t) {
+    // The tensor as a matrix of ne[1] rows of ne[0]: F32, F16 and BF16 rows are read in the mapped file
+    // (matmul takes them with f32 activations, exactly); other types are decoded to F32 rows owned by the
+    // adapter. Every value must be finite.
+    Weight matrix(const GgufTensor& t) {
         const QuantTraits* qt = quant_traits(t.type);
         if (!qt || !qt->dequantize_row)
             fail("%s: tensor '%s' has type %s, which Bee cannot read (use f32, f16, bf16 or q8_0)", f.path().c_str(),
@@ -90,7 +92,7 @@ struct LoraLoader {
         if (t.ne[2] != 1 || t.ne[3] != 1)
             fail("%s: tensor '%s' has %d dimensions; LoRA tensors are matrices", f.path().c_str(), t.name.c_str(),
                  t.n_dims);
-        std::vector<float>& v = ad.data_.emplace_back((size_t)(t.ne[0] * t.ne[1]));
+        std::vector<float> v((size_t)(t.ne[0] * t.ne[1]));
         const size_t row_bytes = ggml_row_size(t.type, t.ne[0]);
         for (int64_t r = 0; r < t.ne[1]; r++)
             qt->dequantize_row(t.data + (size_t)r * row_bytes, v.data() + (size_t)r * t.ne[0], t.ne[0]);
@@ -98,10 +100,15 @@ struct LoraLoader {
             if (!std::isfinite(x))
                 fail("%s: tensor '%s' holds a value that is not finite", f.path().c_str(), t.name.c_str());
         Weight w;
-        w.type = GgmlType::F32;
-        w.data = v.data();
         w.ne0 = t.ne[0];
         w.ne1 = t.ne[1];
+        if (t.type == GgmlType::F32 || t.type == GgmlType::F16 || t.type == GgmlType::BF16) {
+            w.type = t.type;
+            w.data = t.data;
+            return w;
+        }
+        w.type = GgmlType::F32;
+        w.data = ad.data_.emplace_back(std::move(v)).data();
         return w;
     }
 
@@ -119,8 +126,8 @@ struct LoraLoader {
         if (a.ne[1] != b.ne[0])
             fail("%s: '%s' has rank %lld but '%s' has rank %lld (lora_a must be [n_in, rank], lora_b [rank, n_out])",
                  f.path().c_str(), a.name.c_str(), (long long)a.ne[1], b.name.c_str(), (long long)b.ne[0]);
-        p.a = to_f32(a);
-        p.b = to_f32(b);
+        p.a = matrix(a);
+        p.b = matrix(b);
         p.scale_mul = ad.alpha_ != 0 ? ad.alpha_ / (float)a.ne[1] : 1.0f;
         ad.n_pairs_++;
     }
@@ -173,8 +180,8 @@ struct LoraLoader {
 std::unique_ptr<LoraAdapter> LoraAdapter::load(const std::string& path, const Model& model) {
     std::unique_ptr<LoraAdapter> ad(new LoraAdapter());
     ad->path_ = path;
-    const GgufFile f = GgufFile::open(path);
-    LoraLoader{*ad, f, model}.load();
+    ad->file_ = std::make_unique<GgufFile>(GgufFile::open(path));
+    LoraLoader{*ad, *ad->file_, model}.load();
     return ad;
 }
 
@@ -197,8 +204,8 @@ void lora_apply(ThreadPool& pool, LoraBatch& lb, int il, LoraTarget t, const flo
         }
         lb.mid.resize((size_t)(n * rank));
         lb.delta.resize((size_t)(n * n_out));
-        matmul(pool, GgmlType::F32, p->a.data, rank, n_in, x, n, lb.mid.data());
-        matmul(pool, GgmlType::F32, p->b.data, n_out, rank, lb.mid.data(), n, lb.delta.data());
+        matmul(pool, p->a.type, p->a.data, rank, n_in, x, n, lb.mid.data());
+        matmul(pool, p->b.type, p->b.data, n_out, rank, lb.mid.data(), n, lb.delta.data());
         for (int64_t j = 0; j < n; j++) {
             const float s = u.scale[(size_t)j] * p->scale_mul;
             const float* d = &lb.delta[(size_t)(j * n_out)];

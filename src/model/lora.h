@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "gguf/gguf.h"
 #include "model/weights.h"
 
 namespace bee {
@@ -20,7 +21,7 @@ class Model;
 enum class LoraTarget : uint8_t { q, k, v, o, gate, up, down };
 constexpr int kLoraTargets = 7;
 
-// One adapted weight W (n_out, n_in): A (rank, n_in) and B (n_out, rank) as F32 rows (GGUF's
+// One adapted weight W (n_out, n_in): A (rank, n_in) and B (n_out, rank) as F32, F16 or BF16 rows (GGUF's
 // lora_a ne = [n_in, rank], lora_b ne = [rank, n_out]), and alpha / rank (1 when alpha is 0).
 struct LoraPair {
     Weight a, b;
@@ -32,7 +33,8 @@ class LoraAdapter {
 public:
     // Reads and checks the adapter against `model`: general.type, adapter.type, general.architecture,
     // every tensor pairing with a weight the model has, of the right shape. Throws Error naming the
-    // file, the tensor and how to fix it. A and B are converted to F32 (any type with a row decoder).
+    // file, the tensor and how to fix it. F32, F16 and BF16 tensors are read in place (the file stays
+    // mapped); other types with a row decoder (q8_0, ...) are converted to F32.
     static std::unique_ptr<LoraAdapter> load(const std::string& path, const Model& model);
 
     const std::string& path() const { return path_; }
@@ -53,7 +55,8 @@ private:
     int n_pairs_ = 0;
     std::vector<std::array<LoraPair, kLoraTargets>> layers_;  // per layer
     LoraPair output_;
-    std::vector<std::vector<float>> data_;  // owns every A and B
+    std::unique_ptr<GgufFile> file_;        // mapped: F32 / F16 / BF16 pairs point into it
+    std::vector<std::vector<float>> data_;  // pairs of other types, converted to F32
     friend struct LoraLoader;
 };
 
