@@ -109,8 +109,12 @@ def test_chat_completions_take_lora(lora_server, server):
     base = chat(server)
     assert chat(lora_server, lora=[]) == base
     assert chat(lora_server, lora=[{"id": 0, "scale": 1.5}]) != base
-    code, _, j = lora_server.post("/v1/chat/completions", {"messages": msgs, "lora": [{"id": 7, "scale": 1}]})
-    assert code == 400 and "no LoRA adapter with id 7" in j["error"]["message"], j
+    bad = [{"id": 7, "scale": 1}]  # the field reaches the runtime through every chat-shaped route
+    for path, body in [("/v1/chat/completions", {"messages": msgs}),
+                       ("/v1/messages", {"messages": msgs, "max_tokens": 4}),
+                       ("/v1/responses", {"input": "Name a color."})]:
+        code, _, j = lora_server.post(path, {**body, "lora": bad})
+        assert code == 400 and "no LoRA adapter with id 7" in str(j), (path, j)
 
 
 def test_mixed_scales_in_one_batch(lora_server):
