@@ -93,6 +93,13 @@ void ArgParser::f32(const char* names, float* out, const char* help, float lo, f
     });
 }
 
+void ArgParser::custom_pair(const char* names, const char* meta, const char* help,
+                            std::function<bool(const std::string&, const char*)> fn) {
+    Opt o{split_names(names), true, meta, help, nullptr};
+    o.set_pair = std::move(fn);
+    opts_.push_back(std::move(o));
+}
+
 void ArgParser::action(const char* names, const char* help, std::function<void()> fn) {
     opts_.push_back({split_names(names), false, "", help, [fn = std::move(fn)](const std::string&) { fn(); }});
 }
@@ -158,7 +165,11 @@ bool ArgParser::parse(int argc, char** argv) {
                 if (i + 1 >= argc) fail("option %s needs a value (%s)", a.c_str(), o->meta.c_str());
                 value = argv[++i];
             }
-            o->set(value);
+            if (o->set_pair) {
+                if (o->set_pair(value, !has_inline && i + 1 < argc ? argv[i + 1] : nullptr)) i++;
+            } else {
+                o->set(value);
+            }
             if (exit_) {
                 fputs(exit_text_.c_str(), stdout);
                 return false;
@@ -255,6 +266,40 @@ static void add_load_options(ArgParser& p, ModelOptions& o) {
     p.flag("--mlock", &o.mlock, "lock the loaded model in RAM (no swapping)");
 }
 
+// A whole-string float, or false.
+static bool parse_float(const std::string& v, float* out) {
+    char* end = nullptr;
+    errno = 0;
+    *out = strtof(v.c_str(), &end);
+    return !v.empty() && *end == 0 && errno == 0 && std::isfinite(*out);
+}
+
+// llama.cpp's LoRA flags: --lora FILE[,FILE...] (scale 1), --lora-scaled FILE SCALE or FILE:SCALE[,...].
+static void add_lora_options(ArgParser& p, ModelOptions& o) {
+    p.custom("--lora", "FILE", "LoRA adapter applied at scale 1 (repeatable; FILE,FILE,... for several)",
+             [&o](const std::string& v) {
+                 for (const std::string& f : split_names(v.c_str())) o.lora.push_back({f, 1.0f});
+             });
+    p.custom_pair("--lora-scaled", "FILE SCALE",
+                  "LoRA adapter applied at SCALE (repeatable; also llama.cpp's FILE:SCALE,FILE:SCALE,...)",
+                  [&o](const std::string& v, const char* next) {
+                      float scale = 0;
+                      if (next && parse_float(next, &scale)) {
+                          o.lora.push_back({v, scale});
+                          return true;
+                      }
+                      for (const std::string& item : split_names(v.c_str())) {
+                          const size_t colon = item.rfind(':');
+                          if (colon == std::string::npos || !parse_float(item.substr(colon + 1), &scale))
+                              fail("--lora-scaled %s: expected FILE SCALE, or FILE:SCALE[,FILE:SCALE...]", v.c_str());
+                          o.lora.push_back({item.substr(0, colon), scale});
+                      }
+                      return false;
+                  });
+    p.flag("--lora-init-without-apply", &o.lora_init_without_apply,
+           "load the LoRA adapters with scale 0 (set scales later: POST /lora-adapters, or per request)");
+}
+
 void add_model_options(ArgParser& p, ModelOptions& o) {
     p.str("-m,--model", &o.model, "FILE", "model GGUF file");
     p.i32("-c,--ctx-size", &o.n_ctx, "context size in tokens (0: the model's) [4096]", 0, 1 << 24);
@@ -274,6 +319,7 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
              "keep turbo V at q8_0 on the first and last N layers (auto: 2 on models of 16+ layers; 0: none) [auto]",
              [&o](const std::string& v) { o.kv_boundary_layers = kv_boundary_from_name(v, "--kv-boundary-layers"); });
     add_load_options(p, o);
+    add_lora_options(p, o);
     add_device_options(p, o.offload);
     add_log_options(p);
     add_compat_options(p, kCompatModel);
@@ -398,6 +444,8 @@ EngineParams engine_params(const ModelOptions& o) {
     ep.kv_rotate = o.kv_rotate;
     ep.kv_boundary_layers = o.kv_boundary_layers;
     ep.offload = o.offload;
+    ep.lora = o.lora;
+    ep.lora_init_without_apply = o.lora_init_without_apply;
     return ep;
 }
 

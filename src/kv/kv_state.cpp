@@ -98,7 +98,8 @@ bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
 
 namespace {
 
-constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '3'};
+constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '4'};
+constexpr char kSeqMagicV3[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '3'};  // no LoRA scales
 constexpr char kSeqMagicV2[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '2'};  // no per-layer V layouts
 constexpr char kSeqMagicV1[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '1'};  // no rotation fields either
 
@@ -150,6 +151,8 @@ size_t seq_file_write(const std::string& path, const SeqFile& f) {
         put(out, (uint64_t)l.row_bytes);
         put(out, (int32_t)l.rot);
     }
+    put(out, (uint32_t)st.lora.size());
+    put_bytes(out, st.lora.data(), st.lora.size() * sizeof(float));
     put(out, (uint32_t)f.tokens.size());
     put(out, (uint32_t)st.pos.size());
     put_bytes(out, f.tokens.data(), f.tokens.size() * sizeof(int32_t));
@@ -199,9 +202,10 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     close(fd);
     data.resize(got);
     const auto magic = [&](const char* m) { return data.size() >= 8 && memcmp(data.data(), m, 8) == 0; };
-    const bool v1 = magic(kSeqMagicV1), v2 = magic(kSeqMagicV2);
-    if (data.size() < sizeof kSeqMagic + 8 || (!v1 && !v2 && !magic(kSeqMagic)))
-        fail("slot file '%s' is not a Bee slot file (no BEESEQ03, BEESEQ02 or BEESEQ01 header)", path.c_str());
+    const bool v1 = magic(kSeqMagicV1), v2 = magic(kSeqMagicV2), v3 = magic(kSeqMagicV3);
+    if (data.size() < sizeof kSeqMagic + 8 || (!v1 && !v2 && !v3 && !magic(kSeqMagic)))
+        fail("slot file '%s' is not a Bee slot file (no BEESEQ04, BEESEQ03, BEESEQ02 or BEESEQ01 header)",
+             path.c_str());
     uint64_t sum;
     memcpy(&sum, data.data() + data.size() - 8, 8);
     if (sum != XXH3_64bits(data.data(), data.size() - 8))
@@ -235,6 +239,13 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
             l.rot = r.get<int32_t>("per-layer V rotation group");
             st.v_layers.push_back(l);
         }
+    }
+    if (!v1 && !v2 && !v3) {
+        const uint32_t n_lora = r.get<uint32_t>("LoRA scale count");
+        if (n_lora > (body.size() - r.at) / sizeof(float))
+            fail("slot file '%s': %u LoRA scales but %zu bytes follow", path.c_str(), n_lora, body.size() - r.at);
+        st.lora.resize(n_lora);
+        r.take(st.lora.data(), n_lora * sizeof(float), "LoRA scales");
     }
     const uint32_t n_tokens = r.get<uint32_t>("token count"), n_cells = r.get<uint32_t>("cell count");
     // Sizes are checked against what is left before anything is allocated (a damaged header must not

@@ -92,6 +92,11 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     float* k = c.s.k.data();
     float* v = c.s.v.data();
     linear_shared(c, xn, {{&L.wq, &L.bq, q}, {&L.wk, &L.bk, k}, {&L.wv, &L.bv, v}});
+    if (c.lora) {
+        lora_apply(c.pool, *c.lora, il, LoraTarget::q, xn, q);
+        lora_apply(c.pool, *c.lora, il, LoraTarget::k, xn, k);
+        lora_apply(c.pool, *c.lora, il, LoraTarget::v, xn, v);
+    }
     if (L.q_norm) head_norm(c, q, hp.n_head, hp.head_dim, L.q_norm);
     if (L.k_norm) head_norm(c, k, hp.n_head_kv, hp.head_dim, L.k_norm);
     const KvCacheParams& kp = c.kv.params();
@@ -123,6 +128,7 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     a.visible = lp.swa ? c.visible_swa : c.visible_full;
     attention(c.pool, a);
     linear(c, L.wo, L.bo, c.s.att.data(), c.s.out.data());
+    if (c.lora) lora_apply(c.pool, *c.lora, il, LoraTarget::o, c.s.att.data(), c.s.out.data());
 }
 
 void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act) {
@@ -131,10 +137,16 @@ void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act) {
     float* b = c.s.ff_b.data();
     static const Weight none;
     linear_shared(c, xn, {{&L.ffn_gate, &none, a}, {&L.ffn_up, &none, b}});
+    if (c.lora) {
+        lora_apply(c.pool, *c.lora, il, LoraTarget::gate, xn, a);
+        lora_apply(c.pool, *c.lora, il, LoraTarget::up, xn, b);
+    }
     // down(act(gate) ⊙ up): the gated product is formed row by row as down's input is quantized
     const Weight& d = L.ffn_down;
     matmul_gated(c.pool, d.type, d.data, d.ne1, d.ne0, a, b, act == FfnAct::silu ? GatedAct::silu : GatedAct::gelu_tanh,
                  c.n_rows, c.s.out.data(), d.layout);
+    // matmul_gated left act(gate) ⊙ up in `a`: down's LoRA reads it there
+    if (c.lora) lora_apply(c.pool, *c.lora, il, LoraTarget::down, a, c.s.out.data());
 }
 
 void residual_norm(const ForwardCtx& c, float* y, const Weight* post, const Weight* next, float* xn) {

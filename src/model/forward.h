@@ -8,6 +8,7 @@
 #include "gguf/gguf.h"
 #include "kv/kv_cache.h"
 #include "model/hparams.h"
+#include "model/lora.h"
 #include "model/weights.h"
 
 namespace bee {
@@ -38,6 +39,7 @@ struct ForwardCtx {
     const std::vector<int32_t>* const* visible_swa = nullptr;
     float* x = nullptr;  // (n_rows, n_embd) residual stream
     ForwardScratch& s;
+    LoraBatch* lora = nullptr;  // the LoRA adapters the rows apply (model/lora.h), or none
 };
 
 // out (n_rows, n) = rms_norm(in) * w, row by row.

@@ -51,6 +51,7 @@ void SeqMemory::shift(int seq, int32_t p0, int32_t p1, int32_t delta) {
 }
 
 void SeqMemory::copy(int src, int dst, int32_t p0, int32_t p1) {
+    set_lora(dst, lora_[src]);
     kv_.seq_cp(src, dst, p0, p1);
     batch_start_[dst] = -1;
 }
@@ -61,16 +62,34 @@ void SeqMemory::prune_rows(int seq, int32_t pos0, const std::vector<uint8_t>& ke
     batch_start_[seq] = -1;
 }
 
+void SeqMemory::set_lora(int seq, const std::vector<float>& scales) {
+    if (scales == lora_[seq]) return;
+    if (scales.size() != lora_[seq].size())
+        fail("sequence memory: %zu LoRA scales given for sequence %d, the engine has %zu adapters", scales.size(), seq,
+             lora_[seq].size());
+    if (n_pos(seq) > 0)
+        fail("sequence memory: sequence %d holds K/V computed under other LoRA scales: clear it first", seq);
+    lora_[seq] = scales;
+}
+
 SeqState SeqMemory::save(int seq, int32_t p1) const {
     if (offload_) offload_->pull_kv(kv_);
-    return seq_state_export(kv_, seq, p1);
+    SeqState st = seq_state_export(kv_, seq, p1);
+    st.lora = lora_[seq];
+    return st;
 }
 
 bool SeqMemory::load(int seq, const SeqState& st) {
+    // A state saved without adapters (or before they existed) was computed with every scale 0.
+    const std::vector<float> lora = st.lora.empty() ? std::vector<float>(lora_[seq].size(), 0.0f) : st.lora;
+    if (lora.size() != lora_[seq].size())
+        fail("the saved state was computed with %zu LoRA adapters; this engine has %zu", st.lora.size(),
+             lora_[seq].size());
     if (offload_) offload_->pull_kv(kv_);  // whole layers go back: the other sequences' rows must be current
     if (!seq_state_import(kv_, seq, st)) return false;
     if (offload_) offload_->push_kv(kv_);
     batch_start_[seq] = -1;
+    lora_[seq] = lora;
     return true;
 }
 

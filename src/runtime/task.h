@@ -66,6 +66,9 @@ struct GenParams {
     // Prepared by the request handler (parsed, its start scanned); each slot starts from a copy. A
     // constrained request never speculates.
     std::shared_ptr<const GrammarConstraint> grammar;
+    // LoRA scales, one per adapter the engine loaded (model/lora.h); empty: the engine's own
+    // (Engine::lora_default). A slot whose cache was computed under other scales starts from an empty one.
+    std::vector<float> lora;
 };
 
 struct TokenLogprob {

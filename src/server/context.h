@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,20 @@ struct ServerContext {
     std::atomic<uint64_t> next_task_id{1};
 
     const Tokenizer& tokenizer() const { return model->tokenizer(); }
+
+    // The LoRA scales of requests without a "lora" field (one per adapter: --lora's, POST /lora-adapters).
+    std::vector<float> lora_scales() const {
+        std::lock_guard<std::mutex> lk(lora_mu_);
+        return lora_scales_;
+    }
+    void set_lora_scales(std::vector<float> s) {
+        std::lock_guard<std::mutex> lk(lora_mu_);
+        lora_scales_ = std::move(s);
+    }
+
+private:
+    mutable std::mutex lora_mu_;
+    std::vector<float> lora_scales_;
 };
 
 }  // namespace bee::server

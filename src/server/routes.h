@@ -20,6 +20,7 @@ void register_infill_routes(RouteTable& svr, ServerContext& ctx);      // /infil
 void register_anthropic_routes(RouteTable& svr, ServerContext& ctx);   // /v1/messages (Anthropic)
 void register_responses_routes(RouteTable& svr, ServerContext& ctx);   // /v1/responses (OpenAI)
 void register_embedding_routes(RouteTable& svr, ServerContext& ctx);   // /v1/embeddings /embedding(s) /rerank
+void register_lora_routes(RouteTable& svr, ServerContext& ctx);        // /lora-adapters
 // Every group above, bound to one model's context (the whole API of a single-model server).
 void register_model_routes(RouteTable& svr, ServerContext& ctx);
 // One /v1/models entry for the loaded model: id, object, created, owned_by, meta.

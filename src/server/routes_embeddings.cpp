@@ -40,6 +40,7 @@ void run_jobs(ServerContext& ctx, const httplib::Request& req, std::vector<std::
         t->prompt = job->tokens;
         // Last-token poolings reuse a cached prefix: prefer the slot that shares most of it.
         t->params.cache_prompt = pooling == Pooling::last || pooling == Pooling::rank;
+        t->params.lora = ctx.lora_scales();  // as llama-server: embeddings run under the server's LoRA scales
         t->engine_action = [job, pooling, channel = t->channel](Engine& eng, int32_t seq, std::vector<int32_t>& cache) {
             job->values = embed_tokens(eng, seq, cache, job->tokens, pooling);
             TaskEvent done;

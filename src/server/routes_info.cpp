@@ -2,6 +2,7 @@
 #include "server/http_util.h"
 #include "server/response.h"
 #include "server/routes.h"
+#include "server/wire_native.h"
 
 namespace bee::server {
 
@@ -38,6 +39,7 @@ Json default_settings(const ServerContext& ctx) {
     Json params = sampling_json(ctx.params.sampling);
     params["n_predict"] = ctx.params.n_predict;
     params["cache_prompt"] = ctx.params.cache_prompt;
+    params["lora"] = lora_scales_json(ctx.lora_scales());
     Json out{{"n_ctx", ctx.scheduler->n_ctx_slot()}, {"params", params}};
     // The server's speculative settings, under llama-server's request keys (each can be overridden).
     Json& p = out["params"];

@@ -51,11 +51,13 @@ bool autoload(const ModelRouter& router, const httplib::Request& req) {
     return q.empty() ? router.params().autoload : q == "true" || q == "1";
 }
 
-// The model a request names: `?model=` on a GET, the body's "model" on a POST.
+// The model a request names: `?model=` (any method; the only way for a POST whose body is not an object,
+// such as POST /lora-adapters' array), else the body's "model" on a POST.
 std::string requested_model(const std::string& method, const httplib::Request& req) {
-    if (method == "GET") return req.get_param_value("model");
-    if (req.body.empty()) return "";
-    return get_string(parse_body(req), "model", "");
+    const std::string q = req.get_param_value("model");
+    if (!q.empty() || method == "GET" || req.body.empty()) return q;
+    const Json body = parse_json_bounded(req.body, kMaxJsonDepth);
+    return body.is_object() ? get_string(body, "model", "") : "";
 }
 
 // Runs the model's own handler for (method, pattern). A streamed reply is written after the handler

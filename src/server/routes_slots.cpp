@@ -24,7 +24,8 @@ void handle_slot_action(ServerContext& ctx, const httplib::Request& req, httplib
     task->id = ctx.next_task_id++;
     task->params.id_slot = id_slot;
     auto result = std::make_shared<SlotActionResult>();
-    const std::string tag = slot_model_tag(ctx.model->describe(), ctx.tokenizer().n_vocab());
+    std::string tag = slot_model_tag(ctx.model->describe(), ctx.tokenizer().n_vocab());
+    for (const auto& a : ctx.engine->lora_adapters()) tag += ", LoRA " + a->path();  // the scales are in the state
     task->slot_action = [action, path, tag, id_slot, result,
                          channel = task->channel](SeqMemory& mem, std::vector<int32_t>& cache, int32_t n_ctx_slot) {
         if (action == "save") *result = slot_save(mem, id_slot, cache, path, tag);

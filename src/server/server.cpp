@@ -137,6 +137,7 @@ void register_model_routes(RouteTable& svr, ServerContext& ctx) {
     register_anthropic_routes(svr, ctx);
     register_responses_routes(svr, ctx);
     register_embedding_routes(svr, ctx);
+    register_lora_routes(svr, ctx);
 }
 
 HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
@@ -230,6 +231,7 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     BEE_LOG_INFO("model: %s", ctx.model->describe().c_str());
     resolve_embedding_options(ctx);
     ctx.engine = std::make_unique<Engine>(*ctx.model, ep);
+    ctx.set_lora_scales(ctx.engine->lora_default());
     ctx.scheduler = std::make_unique<Scheduler>(*ctx.engine, p.sched);
     ctx.tmpl_source =
         p.chat_template.empty() ? ctx.model->gguf().get_str("tokenizer.chat_template", "") : p.chat_template;

@@ -143,7 +143,7 @@ Json anthropic_to_chat(const Json& body) {
         chat["stop"] = *stop;
     }
     chat["max_tokens"] = get_int(body, "max_tokens", kAnthropicDefaultMaxTokens, 1, INT32_MAX);
-    for (const char* key : {"temperature", "top_p", "top_k", "stream", "chat_template_kwargs"})
+    for (const char* key : {"temperature", "top_p", "top_k", "stream", "chat_template_kwargs", "lora"})
         if (const Json* v = opt_field(body, key)) chat[key] = *v;
     if (const Json* th = opt_field(body, "thinking")) {
         if (!th->is_object())

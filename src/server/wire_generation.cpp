@@ -47,9 +47,6 @@ void refuse_unsupported(const Json& body, Api api) {
         for (const char* key : {"best_of", "suffix"})
             if (body.contains(key) && !body[key].is_null()) bad_request("Unsupported param: %s", key);
     }
-    auto it = body.find("lora");
-    if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
-        bad_request("'lora' is not supported by Bee (no LoRA adapters); remove the field");
 }
 
 // DRY's fields and llama.cpp's `samplers` (an array of names, or one string of names or letters).
@@ -345,6 +342,10 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     if (!(g.t_max_predict_ms >= 0)) bad_request("'t_max_predict_ms' must be >= 0");
     parse_reasoning_overrides(body, ctx, g);
     parse_spec_overrides(body, ctx, g);
+    auto lora = body.find("lora");  // llama-server's: adapters not listed run at scale 0
+    g.lora = lora != body.end() && !lora->is_null()
+                 ? parse_lora_list(*lora, ctx.engine->lora_adapters().size(), "'lora'")
+                 : ctx.lora_scales();
     std::string gbnf = constraint_gbnf(body);
     if (gbnf.empty()) gbnf = ctx.params.grammar;  // --grammar / --json-schema
     if (!gbnf.empty()) set_grammar(g, gbnf, ctx.tokenizer());
@@ -483,6 +484,27 @@ std::shared_ptr<Task> make_task(ServerContext& ctx, std::vector<int32_t> prompt,
     t->prompt = std::move(prompt);
     t->params = std::move(params);
     return t;
+}
+
+std::vector<float> parse_lora_list(const Json& list, size_t n_adapters, const char* where) {
+    if (!list.is_array()) bad_request("%s must be an array of {\"id\": N, \"scale\": S} objects", where);
+    std::vector<float> scales(n_adapters, 0.0f);
+    for (const Json& e : list) {
+        if (!e.is_object()) bad_request("%s must be an array of {\"id\": N, \"scale\": S} objects", where);
+        const int64_t id = get_int(e, "id", -1);
+        if (id < 0 || (uint64_t)id >= n_adapters) {
+            if (n_adapters == 0)
+                bad_request("%s: no LoRA adapter with id %lld: this server has none (load them with --lora FILE)",
+                            where, (long long)id);
+            bad_request("%s: no LoRA adapter with id %lld (ids are 0..%zu; GET /lora-adapters lists them)", where,
+                        (long long)id, n_adapters - 1);
+        }
+        const double scale = get_number(e, "scale", 0.0);
+        if (!std::isfinite(scale) || !std::isfinite((float)scale))
+            bad_request("%s: the scale of adapter %lld must be a finite number", where, (long long)id);
+        scales[(size_t)id] = (float)scale;
+    }
+    return scales;
 }
 
 }  // namespace bee::server

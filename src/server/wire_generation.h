@@ -2,7 +2,7 @@
 // wire_* readers of /completion, /infill, /v1/completions and /v1/chat/completions, and through the chat
 // translation by /v1/messages and /v1/responses) — sampling fields, n_predict / max_completion_tokens /
 // max_tokens precedence, stop strings, logprobs, slot and cache options, reasoning and speculative
-// overrides, grammar constraints — into GenParams, the prompt (text, token ids or a mix) into tokens, and
+// overrides, grammar constraints, LoRA scales — into GenParams, the prompt (text, token ids or a mix) into tokens, and
 // both into Tasks.
 #pragma once
 #include <memory>
@@ -21,6 +21,10 @@ enum class Api { native, oai_completion, oai_chat };
 
 // Validates and reads the generation fields of `body` (400 on a bad field).
 GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api);
+
+// A list of {"id": N, "scale": S} (the "lora" field, POST /lora-adapters' body) as one scale per adapter,
+// those not listed 0; 400 naming `where` for an unknown id or a scale that is not a finite number.
+std::vector<float> parse_lora_list(const Json& list, size_t n_adapters, const char* where);
 
 // `n` (alias n_cmpl): how many choices to generate, 1..kMaxChoices (400 otherwise).
 constexpr int32_t kMaxChoices = 16;

@@ -105,6 +105,7 @@ Json generation_settings(const ServerContext& ctx, const GenParams& g) {
                   {"n_keep", g.n_keep},
                   {"n_probs", g.n_probs},
                   {"cache_prompt", g.cache_prompt},
+                  {"lora", lora_scales_json(g.lora)},
                   {"n_ctx", ctx.scheduler->n_ctx_slot()},
                   {"model", ctx.model_name}});
     return j;
@@ -286,6 +287,31 @@ Json slot_action_json(const SlotActionRequest& r, const SlotActionResult& result
                 {"n_read", result.n_bytes},
                 {"timings", {{"restore_ms", result.ms}}}};
     return {{"id_slot", r.id_slot}, {"n_erased", result.n_tokens}};
+}
+
+Json lora_scales_json(const std::vector<float>& scales) {
+    Json out = Json::array();
+    for (size_t i = 0; i < scales.size(); i++) out.push_back({{"id", i}, {"scale", scales[i]}});
+    return out;
+}
+
+Json lora_adapters_json(const ServerContext& ctx) {
+    const std::vector<float> scales = ctx.lora_scales();
+    const auto& adapters = ctx.engine->lora_adapters();
+    Json out = Json::array();
+    for (size_t i = 0; i < adapters.size(); i++)
+        out.push_back({{"id", i},
+                       {"path", adapters[i]->path()},
+                       {"scale", scales[i]},
+                       {"task_name", adapters[i]->task_name()},
+                       {"prompt_prefix", adapters[i]->prompt_prefix()}});
+    return out;
+}
+
+std::vector<float> read_lora_adapters_request(const ServerContext& ctx, const httplib::Request& req) {
+    const Json body = parse_json_bounded(req.body, kMaxJsonDepth);
+    if (!body.is_array()) bad_request("Request body must be an array");
+    return parse_lora_list(body, ctx.engine->lora_adapters().size(), "the body");
 }
 
 }  // namespace bee::server

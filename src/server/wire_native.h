@@ -1,6 +1,7 @@
 // server/wire_native: llama-server's own wire shapes — /completion and /infill bodies read into a typed
 // completion request, /tokenize, /detokenize and POST /slots/{id}?action= requests, and the native
-// completion object and stream chunks, /tokenize's token list, the slot action's answer.
+// completion object and stream chunks, /tokenize's token list, the slot action's answer, and
+// /lora-adapters' list and scales.
 #pragma once
 #include <memory>
 #include <string>
@@ -50,5 +51,13 @@ struct SlotActionRequest {
 SlotActionRequest read_slot_action_request(const ServerContext& ctx, const httplib::Request& req);
 // {id_slot, filename, n_saved / n_restored, n_written / n_read, timings}, or {id_slot, n_erased}.
 Json slot_action_json(const SlotActionRequest& r, const SlotActionResult& result);
+
+// The LoRA scales as llama-server reports them (generation_settings, /props): [{"id": i, "scale": s}, ...].
+Json lora_scales_json(const std::vector<float>& scales);
+// GET /lora-adapters: [{id, path, scale, task_name, prompt_prefix}] for each --lora adapter, at the scales of
+// requests without a "lora" field.
+Json lora_adapters_json(const ServerContext& ctx);
+// POST /lora-adapters: a body [{"id": N, "scale": S}, ...] as one scale per adapter (those not listed 0).
+std::vector<float> read_lora_adapters_request(const ServerContext& ctx, const httplib::Request& req);
 
 }  // namespace bee::server
