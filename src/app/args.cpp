@@ -130,6 +130,12 @@ const ArgParser::Opt* ArgParser::find(const std::string& name) const {
     return nullptr;
 }
 
+bool ArgParser::has(const std::string& name, bool* takes_value) const {
+    const Opt* o = find(name);
+    if (o && takes_value) *takes_value = o->takes_value;
+    return o != nullptr;
+}
+
 bool ArgParser::parse(int argc, char** argv) {
     for (int i = 0; i < argc; i++) {
         std::string a = argv[i];

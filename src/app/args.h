@@ -40,6 +40,9 @@ public:
         pos_meta_ = meta;
     }
 
+    // Whether `name` ("-c", "--ctx-size") is a flag of this parser, and whether it takes a value.
+    bool has(const std::string& name, bool* takes_value) const;
+
     // Returns false if --help was given (usage printed to stdout). Throws Error on bad input.
     bool parse(int argc, char** argv);
     std::string usage() const;

@@ -446,6 +446,7 @@ void Scheduler::on_finished(const FinishInfo& f) {
     metrics_.tokens_predicted_seconds_total += f.predicted_ms / 1000.0;
     metrics_.n_drafted_total += (uint64_t)f.draft_n;
     metrics_.n_drafted_accepted_total += (uint64_t)f.draft_n_accepted;
+    metrics_.n_drafted_grammar_cut_total += (uint64_t)f.draft_n_grammar_cut;
     metrics_.bucket_prompt_tokens += n_prompt;
     metrics_.bucket_prompt_seconds += f.prompt_ms / 1000.0;
     metrics_.bucket_predicted_tokens += (uint64_t)f.n_predicted;

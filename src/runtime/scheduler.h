@@ -45,7 +45,8 @@ struct SchedulerMetrics {
     uint64_t n_tokens_max = 0;        // largest sequence length seen
     uint64_t n_drafted_total = 0;     // draft tokens proposed (finished requests)
     uint64_t n_drafted_accepted_total = 0;
-    uint64_t requests_processing = 0;  // gauges
+    uint64_t n_drafted_grammar_cut_total = 0;  // draft tokens a grammar cut before verification
+    uint64_t requests_processing = 0;          // gauges
     uint64_t requests_deferred = 0;
     // Since the previous metrics() call (for the throughput gauges).
     uint64_t bucket_prompt_tokens = 0, bucket_predicted_tokens = 0;

@@ -108,6 +108,7 @@ private:
     void release();
     TokenInfo token_info(const float* logits, int32_t id, bool forced = false) const;
     bool may_draft() const;
+    void end_grammar_stuck(double now_ms);
 
     int id_;
     const Tokenizer& tok_;

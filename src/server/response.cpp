@@ -81,6 +81,7 @@ FinishInfo merge_finish(const std::vector<FinishInfo>& fs, size_t per_prompt) {
         m.predicted_ms = std::max(m.predicted_ms, fs[i].predicted_ms);
         m.draft_n += fs[i].draft_n;
         m.draft_n_accepted += fs[i].draft_n_accepted;
+        m.draft_n_grammar_cut += fs[i].draft_n_grammar_cut;
     }
     return m;
 }
@@ -143,6 +144,7 @@ Json timings_json(const FinishInfo& f) {
         t["draft_n"] = f.draft_n;
         t["draft_n_accepted"] = f.draft_n_accepted;
     }
+    if (f.draft_n_grammar_cut > 0) t["draft_n_grammar_cut"] = f.draft_n_grammar_cut;  // Bee's own: never verified
     return t;
 }
 

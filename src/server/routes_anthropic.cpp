@@ -40,7 +40,7 @@ httplib::Server::Handler anthropic_guarded(std::function<void(const httplib::Req
 
 }  // namespace
 
-void register_anthropic_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_anthropic_routes(RouteTable& svr, ServerContext& ctx) {
     svr.Post("/v1/messages", anthropic_guarded([&ctx](const httplib::Request& q, httplib::Response& r) {
                  handle_messages(ctx, q, r);
              }));

@@ -53,7 +53,7 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
 
 }  // namespace
 
-void register_completion_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_completion_routes(RouteTable& svr, ServerContext& ctx) {
     auto native = guarded([&ctx](const httplib::Request& q, httplib::Response& r) {
         complete_native(ctx, q, r, read_native_completion_request(ctx, parse_body(q)));
     });

@@ -133,7 +133,7 @@ void resolve_embedding_options(ServerContext& ctx) {
                  pooled_width(*ctx.model, p.pooling), p.reranking ? ", /rerank on" : "");
 }
 
-void register_embedding_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_embedding_routes(RouteTable& svr, ServerContext& ctx) {
     auto native =
         guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_embeddings(ctx, q, r, false); });
     svr.Post("/embedding", native);

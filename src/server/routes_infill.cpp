@@ -5,7 +5,7 @@
 
 namespace bee::server {
 
-void register_infill_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_infill_routes(RouteTable& svr, ServerContext& ctx) {
     svr.Post("/infill", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
                  complete_native(ctx, req, res, read_infill_request(ctx, parse_body(req)));
              }));

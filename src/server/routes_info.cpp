@@ -5,9 +5,7 @@
 
 namespace bee::server {
 
-namespace {
-
-Json model_list(const ServerContext& ctx) {
+Json model_info_json(const ServerContext& ctx) {
     const HParams& hp = ctx.model->hparams();
     const Tokenizer& tok = ctx.tokenizer();
     Json meta = {{"vocab_type", std::string(tok.model_name()) == "llama" ? 1 : 2},
@@ -20,7 +18,13 @@ Json model_list(const ServerContext& ctx) {
               {"created", ctx.created},
               {"owned_by", "bee"},
               {"meta", meta}};
-    return Json{{"object", "list"}, {"data", Json::array({m})}};
+    return m;
+}
+
+namespace {
+
+Json model_list(const ServerContext& ctx) {
+    return Json{{"object", "list"}, {"data", Json::array({model_info_json(ctx)})}};
 }
 
 std::string join(const std::vector<std::string>& names) {
@@ -63,7 +67,7 @@ Json slots_json(const ServerContext& ctx) {
 
 }  // namespace
 
-void register_info_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_info_routes(RouteTable& svr, ServerContext& ctx) {
     auto health = guarded([](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
     svr.Get("/health", health);
     svr.Get("/v1/health", health);

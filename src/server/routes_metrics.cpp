@@ -1,6 +1,7 @@
 // server/routes_metrics: GET /metrics in Prometheus text format with llama-server's metric names
 // (llamacpp:*), so existing dashboards keep working, plus the speculative-decoding totals llama-server
-// lacks (llamacpp:n_drafted_total, llamacpp:n_drafted_accepted_total) in the same style.
+// lacks (llamacpp:n_drafted_total, llamacpp:n_drafted_accepted_total, llamacpp:n_drafted_grammar_cut_total)
+// in the same style.
 #include <ctime>
 
 #include "base/error.h"
@@ -39,6 +40,9 @@ std::string prometheus_text(const SchedulerMetrics& m) {
          (double)m.n_drafted_total},
         {"n_drafted_accepted_total", "counter", "Speculative draft tokens accepted (finished requests).",
          (double)m.n_drafted_accepted_total},
+        {"n_drafted_grammar_cut_total", "counter",
+         "Speculative draft tokens a request's grammar rejected before verification (finished requests).",
+         (double)m.n_drafted_grammar_cut_total},
         {"requests_processing", "gauge", "Number of requests processing.", (double)m.requests_processing},
         {"requests_deferred", "gauge", "Number of requests deferred.", (double)m.requests_deferred},
     };
@@ -51,7 +55,7 @@ std::string prometheus_text(const SchedulerMetrics& m) {
 
 }  // namespace
 
-void register_metrics_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_metrics_routes(RouteTable& svr, ServerContext& ctx) {
     svr.Get("/metrics", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
                 if (!ctx.params.metrics)
                     throw HttpError(501, "not_supported_error",

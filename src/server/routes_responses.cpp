@@ -31,7 +31,7 @@ void handle_input_tokens(ServerContext& ctx, const httplib::Request& req, httpli
 
 }  // namespace
 
-void register_responses_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_responses_routes(RouteTable& svr, ServerContext& ctx) {
     auto h = guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_responses(ctx, q, r); });
     auto t = guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_input_tokens(ctx, q, r); });
     svr.Post("/v1/responses", h);

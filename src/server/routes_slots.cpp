@@ -40,7 +40,7 @@ void handle_slot_action(ServerContext& ctx, const httplib::Request& req, httplib
 
 }  // namespace
 
-void register_slot_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_slot_routes(RouteTable& svr, ServerContext& ctx) {
     svr.Post(R"(/slots/([^/]*))",
              guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_slot_action(ctx, q, r); }));
 }

@@ -22,7 +22,7 @@ void handle_detokenize(ServerContext& ctx, const httplib::Request& req, httplib:
 
 }  // namespace
 
-void register_tokenize_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_tokenize_routes(RouteTable& svr, ServerContext& ctx) {
     svr.Post("/tokenize",
              guarded([&ctx](const httplib::Request& q, httplib::Response& r) { handle_tokenize(ctx, q, r); }));
     svr.Post("/detokenize",

@@ -125,7 +125,21 @@ void set_cors_headers(const ServerParams& p, const httplib::Request& req, httpli
 
 }  // namespace
 
-HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
+void register_model_routes(RouteTable& svr, ServerContext& ctx) {
+    register_info_routes(svr, ctx);
+    register_slot_routes(svr, ctx);
+    register_completion_routes(svr, ctx);
+    register_chat_routes(svr, ctx);
+    register_tokenize_routes(svr, ctx);
+    register_metrics_routes(svr, ctx);
+    register_page_routes(svr, ctx);
+    register_infill_routes(svr, ctx);
+    register_anthropic_routes(svr, ctx);
+    register_responses_routes(svr, ctx);
+    register_embedding_routes(svr, ctx);
+}
+
+HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
     const ServerParams& p = ctx_.params;
     const size_t n_max = p.threads_http > 0 ? (size_t)p.threads_http : 1024;
     svr_.new_task_queue = [n_max, n_keep = (size_t)p.sched.n_parallel + 4] {
@@ -185,17 +199,13 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
         } catch (...) {}
         send_error(res, HttpError(500, "server_error", msg));
     });
-    register_info_routes(svr_, ctx_);
-    register_slot_routes(svr_, ctx_);
-    register_completion_routes(svr_, ctx_);
-    register_chat_routes(svr_, ctx_);
-    register_tokenize_routes(svr_, ctx_);
-    register_metrics_routes(svr_, ctx_);
-    register_page_routes(svr_, ctx_);
-    register_infill_routes(svr_, ctx_);
-    register_anthropic_routes(svr_, ctx_);
-    register_responses_routes(svr_, ctx_);
-    register_embedding_routes(svr_, ctx_);
+    if (router) {
+        register_router_routes(svr_, ctx_, *router);
+    } else {
+        RouteTable routes;
+        register_model_routes(routes, ctx_);
+        routes.install(svr_);
+    }
 }
 
 HttpServer::~HttpServer() { stop(); }
