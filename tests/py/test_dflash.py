@@ -40,7 +40,7 @@ def prompts(tmp_path_factory):
 
 def bench(bee, model, drafter, prompts, types, *extra):
     r = bee("bench", "spec", "-m", model, "-md", drafter, "--prompts", prompts, "-n", 128, "--ignore-eos",
-            "--types", types, "--spec-draft-n-max", 4, "--no-spec-dm-adaptive", "-o", "json", "-t", 2, *extra,
+            "--types", types, "--spec-draft-n-max", 3, "--no-spec-dm-adaptive", "-o", "json", "-t", 2, *extra,
             timeout=900)
     assert r.returncode == 0, r.stderr
     return {c["spec_type"]: c for c in json.loads(r.stdout)}
