@@ -130,11 +130,17 @@ void ArgParser::exit_with(const char* names, const char* help, std::string text)
                      Kind::exit});
 }
 
+// A command's own option wins over a llama.cpp compatibility row of the same name (bench's -r is
+// --repetitions, llama-cli's is --reverse-prompt), whatever the order they were added in.
 const ArgParser::Opt* ArgParser::find(const std::string& name) const {
+    const Opt* compat = nullptr;
     for (const Opt& o : opts_)
         for (const std::string& n : o.names)
-            if (n == name) return &o;
-    return nullptr;
+            if (n == name) {
+                if (o.kind != Kind::ignored && o.kind != Kind::refused) return &o;
+                if (!compat) compat = &o;
+            }
+    return compat;
 }
 
 bool ArgParser::has(const std::string& name, bool* takes_value) const {
@@ -188,7 +194,11 @@ std::string ArgParser::usage() const {
     std::string ignored, refused;
     for (const Opt& o : opts_) {
         if (o.kind == Kind::ignored || o.kind == Kind::refused) {
-            (o.kind == Kind::ignored ? ignored : refused) += " " + o.names[0];
+            for (const std::string& n : o.names)  // the first name no own option of the command takes
+                if (find(n) == &o) {
+                    (o.kind == Kind::ignored ? ignored : refused) += " " + n;
+                    break;
+                }
             continue;
         }
         std::string left;
