@@ -78,6 +78,7 @@ public:
     // if each had been sampled alone — tokens after a stop, n_predict, a full context or a forced
     // token are dropped and their cells removed. Returns true if the generation ended.
     bool verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, int32_t n_ctx_slot, double now_ms);
+    void log_draft(int32_t pos) const;
     // --context-shift: with it a slot that fills its context keeps generating (the scheduler drops tokens
     // from its cache, then calls context_shifted()); without it, or when nothing can be dropped, the slot
     // ends with truncated: true (end_context_full).

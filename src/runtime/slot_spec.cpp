@@ -3,8 +3,10 @@
 // (contract in spec/speculator.h).
 #include <algorithm>
 #include <optional>
+#include <string>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "runtime/slot.h"
 
 namespace bee::runtime {
@@ -38,10 +40,23 @@ bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed) {
     lim.grammar = grammar_.get();
     spec_->draft(cache, last_, lim);
     fin_.draft_n_grammar_cut += spec_->n_grammar_cut();
+    if (log_level() == LogLevel::debug) log_draft(pos);
     step_row0 = spec_->add_to_batch(b, last_, pos, id_);
     step_rows = 1 + spec_->tree().size();
     drafting_ = true;
     return true;
+}
+
+// -v: each draft, as "slot S: draft after pos P: t1 t2 ..." (tree nodes in order, "^k" naming a parent that
+// is not the node before), to compare drafts with another engine's from the same context.
+void Slot::log_draft(int32_t pos) const {
+    const DraftTree& t = spec_->tree();
+    std::string s;
+    for (int i = 0; i < t.size(); i++) {
+        s += " " + std::to_string(t.nodes[i].token);
+        if (t.nodes[i].parent != i - 1) s += "^" + std::to_string(t.nodes[i].parent);
+    }
+    BEE_LOG_DEBUG("slot %d: draft after pos %d:%s", id_, pos, s.empty() ? " (none)" : s.c_str());
 }
 
 bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, int32_t n_ctx_slot, double now_ms) {

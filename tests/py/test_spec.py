@@ -4,6 +4,7 @@ a combined type produce exactly the tokens plain decoding produces, on both mode
 configuration over the same prompts; the two models run side by side."""
 import json
 import pathlib
+import re
 import subprocess
 
 from conftest import BEE, GEMMA, SMOLLM
@@ -99,3 +100,16 @@ def test_suffix_tree_mode_is_lossless_on_both_models():
         for r in results[1:]:
             assert r["outputs"] == base, f"{name}: tree drafts changed the greedy output"
             assert r["draft_n_accepted"] > 0, f"{name}: nothing accepted"
+
+
+def test_verbose_run_logs_each_draft(bee, smollm):
+    # -v logs every draft as token ids after the position of the last sampled token (to compare drafts
+    # with another engine from the same context)
+    args = ("run", "-m", smollm, "-p", "a b a b a b a b", "-n", "16", "--temp", "0", "-t", "2",
+            "--spec-type", "copyspec", "--no-spec-dm-adaptive", "--json")
+    j = json.loads(bee(*args).stdout)
+    r = bee(*args[:-1], "-v")
+    assert r.returncode == 0, r.stderr
+    drafts = re.findall(r"slot 0: draft after pos (\d+):((?: \d+)+)", r.stderr)
+    assert drafts and all(int(p) >= len(j["prompt_tokens"]) for p, _ in drafts)
+    assert sum(len(t.split()) for _, t in drafts) == j["timings"]["draft_n"]
