@@ -115,7 +115,7 @@ void eval_sequence(const Eagle3Head& head, ThreadPool& pool, const float* feats,
 
 int run_head_eval(const HeadEvalOptions& o) {
     std::unique_ptr<Model> model = load_model(o.model);
-    const Eagle3Target target = eagle3_target_of(*model);
+    const DrafterTarget target = drafter_target_of(*model);
     std::unique_ptr<Eagle3Head> head = Eagle3Head::load(o.head, target);
     const Eagle3HParams& hp = head->hparams();
     BEE_LOG_INFO("eval-head: %s: H %d, %d heads (%d kv) x %d, n_ff %d, draft vocabulary %d, layers [%d, %d, %d]%s",

@@ -12,21 +12,9 @@
 #include "gguf/gguf.h"
 #include "kernels/kernels.h"
 #include "model/weights.h"
+#include "spec/drafter_file.h"
 
 namespace bee {
-
-class Model;
-
-// What a drafter is checked against, and the tensors it falls back to when it has none of its own.
-struct DflashTarget {
-    std::string name;  // for messages (the target's file)
-    int n_embd = 0;    // hidden size: the drafter's must be the same
-    int n_vocab = 0;
-    int n_layer = 0;
-    Weight tok_embd;  // (n_vocab, n_embd)
-    Weight output;    // (n_vocab, n_embd)
-};
-DflashTarget dflash_target_of(const Model& target);
 
 enum class DflashDialect {
     llama_cpp,  // general.architecture = dflash (llama.cpp's converter)
@@ -97,7 +85,7 @@ public:
 
     // Maps `path`, reads and checks the hparams and tensors against `target`; throws Error saying what
     // does not fit and how to fix it. `target` must outlive the drafter (its tensors may be shared).
-    static std::unique_ptr<DflashModel> load(const std::string& path, const DflashTarget& target);
+    static std::unique_ptr<DflashModel> load(const std::string& path, const DrafterTarget& target);
 
     const DflashHParams& hparams() const { return hp_; }
     const DflashWeights& weights() const { return w_; }

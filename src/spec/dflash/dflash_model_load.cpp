@@ -11,18 +11,9 @@
 
 namespace bee {
 
-DflashTarget dflash_target_of(const Model& target) {
-    DflashTarget t;
-    t.name = target.gguf().path();
-    t.n_embd = target.hparams().n_embd;
-    t.n_vocab = target.hparams().n_vocab;
-    t.n_layer = target.hparams().n_layer;
-    t.tok_embd = target.weights().tok_embd;
-    t.output = target.weights().output;
-    return t;
-}
-
 namespace {
+
+constexpr DrafterFileKind kDrafterFile = {"drafter", "dflash", "", "another vocabulary"};
 
 // Where the two dialects keep the same thing.
 struct DialectNames {
@@ -58,7 +49,7 @@ std::string ids_text(const std::vector<int64_t>& ids) {
     return "[" + s + "]";
 }
 
-void read_target_layers(const GgufFile& f, const DialectNames& d, const DflashTarget& t, DflashHParams& hp) {
+void read_target_layers(const GgufFile& f, const DialectNames& d, const DrafterTarget& t, DflashHParams& hp) {
     const char* path = f.path().c_str();
     const std::string key = std::string(d.arch) + "." + d.layers_key;
     if (!f.has(key))
@@ -98,7 +89,7 @@ void read_sliding_window(const GgufFile& f, const std::string& a, int n_swa, Dfl
     for (int il = 0; il < hp.n_layer; il++) hp.swa[il] = v->arr[il].u64 != 0 || v->arr[il].i64 != 0;
 }
 
-void read_hparams(const GgufFile& f, const DialectNames& d, const DflashTarget& t, DflashHParams& hp) {
+void read_hparams(const GgufFile& f, const DialectNames& d, const DrafterTarget& t, DflashHParams& hp) {
     const char* path = f.path().c_str();
     const std::string a = d.arch;
     if (f.has(a + ".hyper_connection_count") || f.find_tensor("markov_w1.weight"))
@@ -147,48 +138,7 @@ void read_hparams(const GgufFile& f, const DialectNames& d, const DflashTarget& 
     read_sliding_window(f, a, common.n_swa, hp);
 }
 
-// d2t: I64 absolute target ids of the compact draft vocabulary (llama.cpp's converter; §8.2).
-std::vector<int32_t> read_d2t(const GgufFile& f, const DflashTarget& t) {
-    const char* path = f.path().c_str();
-    const GgufTensor* d = f.find_tensor("d2t");
-    if (!d) return {};
-    if (d->type != GgmlType::I64)
-        fail("%s: tensor 'd2t' has type %s: llama.cpp's dflash format stores absolute target ids as i64", path,
-             ggml_type_name(d->type) ? ggml_type_name(d->type) : "?");
-    if (d->n_dims != 1 || d->ne[0] <= 0 || d->ne[0] > t.n_vocab)
-        fail(
-            "%s: tensor 'd2t' has %lld entries in %d dimensions: expected one row of at most %d (the target's "
-            "vocabulary)",
-            path, (long long)d->ne[0], d->n_dims, t.n_vocab);
-    std::vector<int32_t> out((size_t)d->ne[0]);
-    for (size_t i = 0; i < out.size(); i++) {
-        int64_t id;
-        std::memcpy(&id, d->data + i * sizeof(int64_t), sizeof id);
-        if (id < 0 || id >= t.n_vocab)
-            fail(
-                "%s: d2t[%zu] = %lld is not a token of the target %s (0..%d): the drafter was converted against "
-                "another vocabulary",
-                path, i, (long long)id, t.name.c_str(), t.n_vocab - 1);
-        out[i] = (int32_t)id;
-    }
-    return out;
-}
-
-// The target's tensor stands in for a missing one only if the widths agree.
-Weight own_or_target(const GgufFile& f, const char* name, int64_t ne0, int64_t ne1, const Weight& target,
-                     const DflashTarget& t) {
-    Weight w = bind_weight(f, name, ne0, ne1, false);
-    if (w) return w;
-    if (!target || target.ne0 != ne0 || target.ne1 != ne1)
-        fail(
-            "%s: the drafter has no '%s', so it would use the target's, which is [%lld, %lld] where the drafter "
-            "needs [%lld, %lld] (target %s): use a drafter that carries its own '%s'",
-            f.path().c_str(), name, (long long)target.ne0, (long long)target.ne1, (long long)ne0, (long long)ne1,
-            t.name.c_str(), name);
-    return target;
-}
-
-void bind_weights(const GgufFile& f, const DialectNames& d, const DflashTarget& t, DflashHParams& hp, DflashWeights& w,
+void bind_weights(const GgufFile& f, const DialectNames& d, const DrafterTarget& t, DflashHParams& hp, DflashWeights& w,
                   const std::vector<int32_t>& d2t) {
     const int64_t e = hp.n_embd, nq = (int64_t)hp.n_head * hp.head_dim, nk = (int64_t)hp.n_head_kv * hp.head_dim;
     hp.n_draft_vocab = d2t.empty() ? t.n_vocab : (int)d2t.size();
@@ -197,14 +147,14 @@ void bind_weights(const GgufFile& f, const DialectNames& d, const DflashTarget& 
     if (!std::isfinite(hp.fc_scale))
         fail("%s: tensor 'fc.scale' is %g: it must be a finite number", f.path().c_str(), hp.fc_scale);
     w.hidden_norm = bind_weight(f, d.hidden_norm, e, 1);
-    w.tok_embd = own_or_target(f, "token_embd.weight", e, t.n_vocab, t.tok_embd, t);
+    w.tok_embd = own_or_target(f, "token_embd.weight", e, t.n_vocab, t.tok_embd, t, kDrafterFile);
     w.output_norm = bind_weight(f, "output_norm.weight", e, 1);
     if (!d2t.empty() && !f.find_tensor("output.weight") && hp.n_draft_vocab != t.n_vocab)
         fail(
             "%s: d2t names %d draft tokens but the drafter has no 'output.weight' to score them (the target's head "
             "scores all %d): the file is incomplete; convert it again",
             f.path().c_str(), hp.n_draft_vocab, t.n_vocab);
-    w.output = own_or_target(f, "output.weight", e, hp.n_draft_vocab, t.output, t);
+    w.output = own_or_target(f, "output.weight", e, hp.n_draft_vocab, t.output, t, kDrafterFile);
     w.layers.resize(hp.n_layer);
     for (int il = 0; il < hp.n_layer; il++) {
         const std::string p = "blk." + std::to_string(il) + ".";
@@ -225,7 +175,7 @@ void bind_weights(const GgufFile& f, const DialectNames& d, const DflashTarget& 
 
 }  // namespace
 
-std::unique_ptr<DflashModel> DflashModel::load(const std::string& path, const DflashTarget& target) {
+std::unique_ptr<DflashModel> DflashModel::load(const std::string& path, const DrafterTarget& target) {
     std::unique_ptr<DflashModel> m(new DflashModel(GgufFile::open(path)));
     const GgufFile& f = m->file_;
     const std::string arch = f.get_str("general.architecture", "");
@@ -237,7 +187,7 @@ std::unique_ptr<DflashModel> DflashModel::load(const std::string& path, const Df
     const DialectNames& d = arch == kFork.arch ? kFork : kLlamaCpp;
     m->hp_.dialect = arch == kFork.arch ? DflashDialect::fork : DflashDialect::llama_cpp;
     read_hparams(f, d, target, m->hp_);
-    m->d2t_ = read_d2t(f, target);
+    m->d2t_ = read_d2t(f, target, kDrafterFile);
     bind_weights(f, d, target, m->hp_, m->w_, m->d2t_);
     return m;
 }

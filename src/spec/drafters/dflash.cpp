@@ -32,7 +32,7 @@ constexpr int kKeepPositions = 4096;  // context positions kept per sequence (th
 constexpr int kDropSlack = 512;       // cells beyond the kept ones before the oldest are dropped (amortized)
 
 struct DflashShared : DrafterShared {
-    DflashTarget target;
+    DrafterTarget target;
     std::unique_ptr<DflashModel> model;
 };
 
@@ -218,7 +218,7 @@ std::unique_ptr<DrafterShared> make_dflash_shared(const SpecParams& p, const Mod
             "--spec-branch-budget 0 for sampled drafting, or --spec-draft-temp 0 (or auto) for trees",
             p.draft_temp);
     auto s = std::make_unique<DflashShared>();
-    s->target = dflash_target_of(target);
+    s->target = drafter_target_of(target);
     s->model = DflashModel::load(p.draft_model, s->target);
     const DflashHParams& hp = s->model->hparams();
     std::string layers;

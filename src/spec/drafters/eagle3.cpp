@@ -31,7 +31,7 @@ namespace bee {
 namespace {
 
 struct Eagle3Shared : DrafterShared {
-    Eagle3Target target;
+    DrafterTarget target;
     std::unique_ptr<Eagle3Head> head;
 };
 
@@ -247,7 +247,7 @@ private:
 std::unique_ptr<DrafterShared> make_eagle3_shared(const SpecParams& p, const Model& target) {
     if (p.draft_model.empty()) fail("--spec-type draft-eagle3 needs an EAGLE-3 head: give it with -md HEAD.gguf");
     auto s = std::make_unique<Eagle3Shared>();
-    s->target = eagle3_target_of(target);
+    s->target = drafter_target_of(target);
     s->head = Eagle3Head::load(p.draft_model, s->target);
     const Eagle3HParams& hp = s->head->hparams();
     BEE_LOG_INFO("EAGLE-3 head %s: width %d, %d heads, taps [%d, %d, %d], draft vocabulary %d", p.draft_model.c_str(),

@@ -11,21 +11,9 @@
 #include "gguf/gguf.h"
 #include "kernels/kernels.h"
 #include "model/weights.h"
+#include "spec/drafter_file.h"
 
 namespace bee {
-
-class Model;
-
-// What a head is checked against, and the tensors it falls back to when it has none of its own.
-struct Eagle3Target {
-    std::string name;  // for messages (the target's file)
-    int n_embd = 0;    // hidden size H_t
-    int n_vocab = 0;
-    int n_layer = 0;  // captured layer ids may be 0..n_layer (n_layer: the final state before the norm)
-    Weight tok_embd;  // (n_vocab, n_embd)
-    Weight output;    // (n_vocab, n_embd)
-};
-Eagle3Target eagle3_target_of(const Model& target);
 
 struct Eagle3HParams {
     int n_embd = 0;  // H, the head's width
@@ -79,7 +67,7 @@ class Eagle3Head {
 public:
     // Maps `path`, reads and checks the hparams and tensors against `target`; throws Error saying what
     // does not fit and how to fix it. `target` must outlive the head (its tensors may be shared).
-    static std::unique_ptr<Eagle3Head> load(const std::string& path, const Eagle3Target& target);
+    static std::unique_ptr<Eagle3Head> load(const std::string& path, const DrafterTarget& target);
 
     const Eagle3HParams& hparams() const { return hp_; }
     const Eagle3Weights& weights() const { return w_; }

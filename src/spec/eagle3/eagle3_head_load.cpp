@@ -9,18 +9,11 @@
 
 namespace bee {
 
-Eagle3Target eagle3_target_of(const Model& target) {
-    Eagle3Target t;
-    t.name = target.gguf().path();
-    t.n_embd = target.hparams().n_embd;
-    t.n_vocab = target.hparams().n_vocab;
-    t.n_layer = target.hparams().n_layer;
-    t.tok_embd = target.weights().tok_embd;
-    t.output = target.weights().output;
-    return t;
-}
+static constexpr DrafterFileKind kHeadFile = {"head", "eagle3",
+                                              "; convert the head again with a current convert_hf_to_gguf.py",
+                                              "another vocabulary, or from HF offsets without adding the index"};
 
-static void read_hparams(const GgufFile& f, const Eagle3Target& t, Eagle3HParams& hp) {
+static void read_hparams(const GgufFile& f, const DrafterTarget& t, Eagle3HParams& hp) {
     const char* path = f.path().c_str();
     HParams common;
     common.arch = "eagle3";
@@ -71,57 +64,14 @@ static void read_hparams(const GgufFile& f, const Eagle3Target& t, Eagle3HParams
             path, (long long)vocab, t.name.c_str(), t.n_vocab);
 }
 
-// d2t: I64 absolute target ids of the compact draft vocabulary (the converter adds i to HF's offsets).
-static std::vector<int32_t> read_d2t(const GgufFile& f, const Eagle3Target& t) {
-    const char* path = f.path().c_str();
-    const GgufTensor* d = f.find_tensor("d2t");
-    if (!d) return {};
-    if (d->type != GgmlType::I64)
-        fail(
-            "%s: tensor 'd2t' has type %s: llama.cpp's eagle3 format stores absolute target ids as i64; convert "
-            "the head again with a current convert_hf_to_gguf.py",
-            path, ggml_type_name(d->type) ? ggml_type_name(d->type) : "?");
-    if (d->n_dims != 1 || d->ne[0] <= 0 || d->ne[0] > t.n_vocab)
-        fail(
-            "%s: tensor 'd2t' has %lld entries in %d dimensions: expected one row of at most %d (the target's "
-            "vocabulary)",
-            path, (long long)d->ne[0], d->n_dims, t.n_vocab);
-    std::vector<int32_t> out((size_t)d->ne[0]);
-    for (size_t i = 0; i < out.size(); i++) {
-        int64_t id;
-        std::memcpy(&id, d->data + i * sizeof(int64_t), sizeof id);
-        if (id < 0 || id >= t.n_vocab)
-            fail(
-                "%s: d2t[%zu] = %lld is not a token of the target %s (0..%d): the head was converted against "
-                "another vocabulary, or from HF offsets without adding the index",
-                path, i, (long long)id, t.name.c_str(), t.n_vocab - 1);
-        out[i] = (int32_t)id;
-    }
-    return out;
-}
-
-// The target's tensor stands in for a missing one only if the widths agree.
-static Weight own_or_target(const GgufFile& f, const char* name, int64_t ne0, int64_t ne1, const Weight& target,
-                            const Eagle3Target& t) {
-    Weight w = bind_weight(f, name, ne0, ne1, false);
-    if (w) return w;
-    if (target.ne0 != ne0 || target.ne1 != ne1)
-        fail(
-            "%s: the head has no '%s', so it would use the target's, which is [%lld, %lld] where the head needs "
-            "[%lld, %lld] (target %s): use a head that carries its own '%s'",
-            f.path().c_str(), name, (long long)target.ne0, (long long)target.ne1, (long long)ne0, (long long)ne1,
-            t.name.c_str(), name);
-    return target;
-}
-
-static void bind_weights(const GgufFile& f, const Eagle3Target& t, Eagle3HParams& hp, Eagle3Weights& w,
+static void bind_weights(const GgufFile& f, const DrafterTarget& t, Eagle3HParams& hp, Eagle3Weights& w,
                          const std::vector<int32_t>& d2t) {
     const int64_t e = hp.n_embd, e2 = 2 * e, f3 = 3 * (int64_t)hp.target_n_embd;
     const int64_t nq = (int64_t)hp.n_head * hp.head_dim, nk = (int64_t)hp.n_head_kv * hp.head_dim;
     hp.n_draft_vocab = d2t.empty() ? t.n_vocab : (int)d2t.size();
     w.fc = bind_weight(f, "fc.weight", f3, e);
     if (hp.norm_before_fc) w.enc_norm = bind_weight(f, "enc.output_norm.weight", f3, 1);
-    w.tok_embd = own_or_target(f, "token_embd.weight", e, t.n_vocab, t.tok_embd, t);
+    w.tok_embd = own_or_target(f, "token_embd.weight", e, t.n_vocab, t.tok_embd, t, kHeadFile);
     w.attn_norm = bind_weight(f, "blk.0.attn_norm.weight", e, 1);
     w.hidden_norm = bind_weight(f, "blk.0.attn_norm_2.weight", e, 1);
     w.wq = bind_weight(f, "blk.0.attn_q.weight", e2, nq);
@@ -138,13 +88,13 @@ static void bind_weights(const GgufFile& f, const Eagle3Target& t, Eagle3HParams
             "%s: d2t names %d draft tokens but the head has no 'output.weight' to score them (the target's head "
             "scores all %d): the head file is incomplete; convert it again",
             f.path().c_str(), hp.n_draft_vocab, t.n_vocab);
-    w.output = own_or_target(f, "output.weight", e, hp.n_draft_vocab, t.output, t);
+    w.output = own_or_target(f, "output.weight", e, hp.n_draft_vocab, t.output, t, kHeadFile);
     w.rope_freqs = bind_weight(f, "blk.0.rope_freqs.weight", hp.rope.n_rot / 2, 1, false);
     if (!w.rope_freqs) w.rope_freqs = bind_weight(f, "rope_freqs.weight", hp.rope.n_rot / 2, 1, false);
     if (w.rope_freqs) hp.rope.freq_factors = (const float*)w.rope_freqs.data;
 }
 
-std::unique_ptr<Eagle3Head> Eagle3Head::load(const std::string& path, const Eagle3Target& target) {
+std::unique_ptr<Eagle3Head> Eagle3Head::load(const std::string& path, const DrafterTarget& target) {
     std::unique_ptr<Eagle3Head> h(new Eagle3Head(GgufFile::open(path)));
     const GgufFile& f = h->file_;
     const std::string arch = f.get_str("general.architecture", "");
@@ -154,7 +104,7 @@ std::unique_ptr<Eagle3Head> Eagle3Head::load(const std::string& path, const Eagl
             "llama.cpp's convert_hf_to_gguf.py --target-model-dir)",
             path.c_str(), arch.c_str());
     read_hparams(f, target, h->hp_);
-    h->d2t_ = read_d2t(f, target);
+    h->d2t_ = read_d2t(f, target, kHeadFile);
     bind_weights(f, target, h->hp_, h->w_, h->d2t_);
     return h;
 }

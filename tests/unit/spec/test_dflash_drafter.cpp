@@ -247,7 +247,7 @@ TEST(DflashDrafter, StaleCellsLeaveTheContext) {
 // The block's top-k marginals, straight from the model (target ids).
 std::vector<DepthTop> marginals(SpecShared& shared, const std::vector<int32_t>& history, int32_t id_last, int n,
                                 int k) {
-    const DflashTarget target = dflash_target_of(*fixture().target);
+    const DrafterTarget target = drafter_target_of(*fixture().target);
     const std::unique_ptr<DflashModel> model = DflashModel::load(shared.params().draft_model, target);
     std::unique_ptr<Drafter> d = make(shared);
     // The features, the way the drafter reads them: decode the history with the drafter's taps.

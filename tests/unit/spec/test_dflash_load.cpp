@@ -31,7 +31,7 @@ const Model& target() {
 
 // Loads, adds 3 context rows and drafts a block of 2: finite logits over the draft vocabulary.
 void load_and_draft(const DrafterSpec& s) {
-    const DflashTarget t = dflash_target_of(target());
+    const DrafterTarget t = drafter_target_of(target());
     const std::unique_ptr<DflashModel> m = DflashModel::load(write_drafter(s), t);
     const DflashHParams& hp = m->hparams();
     EXPECT_EQ(hp.dialect, s.fork ? DflashDialect::fork : DflashDialect::llama_cpp);
@@ -116,7 +116,7 @@ TEST(DflashLoad, LastLayerIdsOfEachDialect) {
 void expect_refused(const DrafterSpec& s, const std::string& want) {
     const std::string path = write_drafter(s);
     try {
-        DflashModel::load(path, dflash_target_of(target()));
+        DflashModel::load(path, drafter_target_of(target()));
         ADD_FAILURE() << "loaded; expected an error with: " << want;
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
@@ -201,7 +201,7 @@ void expect_header_refused(const std::function<void(GgufWriter&)>& add, const st
     const std::string path = temp_path("dflash_header");
     w.write(path);
     try {
-        DflashModel::load(path, dflash_target_of(target()));
+        DflashModel::load(path, drafter_target_of(target()));
         ADD_FAILURE() << "loaded; expected an error with: " << want;
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();

@@ -23,7 +23,7 @@ const std::string kDir = std::string(BEE_DFLASH_DATA) + "/";
 
 struct RefCase {
     GgufFile io;
-    DflashTarget target;
+    DrafterTarget target;
     std::unique_ptr<DflashModel> drafter;
     template <class T>
     std::vector<T> tensor(const char* name) const {

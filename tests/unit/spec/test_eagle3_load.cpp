@@ -30,7 +30,7 @@ const Model& target() {
 
 // Loads, then decodes two rows: finite logits over the draft vocabulary, scattered onto the target's.
 void load_and_decode(const HeadSpec& s) {
-    const Eagle3Target t = eagle3_target_of(target());
+    const DrafterTarget t = drafter_target_of(target());
     const std::unique_ptr<Eagle3Head> h = Eagle3Head::load(write_head(s), t);
     const Eagle3HParams& hp = h->hparams();
     EXPECT_EQ(hp.n_embd, s.H);
@@ -98,7 +98,7 @@ TEST(Eagle3Load, LayerIdOfTheFinalStateIsAccepted) {
 void expect_refused(const HeadSpec& s, const std::string& want) {
     const std::string path = write_head(s);
     try {
-        Eagle3Head::load(path, eagle3_target_of(target()));
+        Eagle3Head::load(path, drafter_target_of(target()));
         ADD_FAILURE() << "loaded; expected an error with: " << want;
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();

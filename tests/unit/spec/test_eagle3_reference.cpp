@@ -22,7 +22,7 @@ const std::string kDir = std::string(BEE_EAGLE3_DATA) + "/";
 
 struct RefCase {
     GgufFile io;
-    Eagle3Target target;
+    DrafterTarget target;
     std::unique_ptr<Eagle3Head> head;
     template <class T>
     std::vector<T> tensor(const char* name) const {
