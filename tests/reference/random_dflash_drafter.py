@@ -8,7 +8,10 @@ rollback, not acceptance. It uses the target's token embeddings; its head is the
 compact vocabulary (d2t). Deterministic for a seed.
 
     python3 tests/reference/random_dflash_drafter.py --target models/X.gguf --out drafter.gguf
-        [--dialect dflash|dflash-draft] [--draft-vocab N] [--block-size B]
+        [--dialect dflash|dflash-draft] [--draft-vocab N] [--block-size B] [--tokenizer]
+
+--tokenizer copies the target's tokenizer keys into the drafter, which llama.cpp needs to load any GGUF (Bee
+reads the target's): for comparing drafts with llama.cpp's speculative example.
 """
 import argparse
 
@@ -28,6 +31,15 @@ def target_shape(path):
     return u("embedding_length"), u("block_count"), n_vocab
 
 
+def copy_tokenizer(path, w):
+    written = set(w.kv_data[0]) if w.kv_data else set()
+    for name, field in gguf.GGUFReader(path).fields.items():
+        if name.startswith("tokenizer.") and name not in written:
+            vtype = field.types[0]
+            sub = field.types[1] if vtype == gguf.GGUFValueType.ARRAY else None
+            w.add_key_value(name, field.contents(), vtype, sub_type=sub)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", required=True)
@@ -36,6 +48,7 @@ def main():
     ap.add_argument("--draft-vocab", type=int, default=0, help="compact vocabulary size (0: the target's head)")
     ap.add_argument("--block-size", type=int, default=16)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tokenizer", action="store_true", help="copy the target's tokenizer (llama.cpp needs it)")
     a = ap.parse_args()
     H, n_layer, n_vocab = target_shape(a.target)
     rng = np.random.default_rng(a.seed)
@@ -82,6 +95,8 @@ def main():
     w.add_tensor(b + "ffn_gate.weight", mat(n_ff, H))
     w.add_tensor(b + "ffn_up.weight", mat(n_ff, H))
     w.add_tensor(b + "ffn_down.weight", mat(H, n_ff))
+    if a.tokenizer:
+        copy_tokenizer(a.target, w)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
