@@ -12,6 +12,7 @@
 #include "../model/tiny_model.h"
 #include "base/error.h"
 #include "dflash_test_drafter.h"
+#include "hidden_drafter_test_util.h"
 #include "spec/dflash/dflash_model.h"
 #include "spec/draft_marginals.h"
 #include "spec_loop.h"
@@ -28,11 +29,7 @@ struct Fixture {
 const Fixture& fixture() {
     static Fixture f = [] {
         Fixture x;
-        TinyConfig cfg = tiny_config("llama");
-        cfg.n_layer = 4;
-        const std::string path = temp_path("dflash_drafter_target");
-        write_tiny_model(cfg, path);
-        x.target = Model::load(path);
+        x.target = tiny_drafter_target("dflash_drafter_target");
         DrafterSpec s;
         s.n_draft = 120;
         s.own_output = true;
@@ -53,66 +50,6 @@ SpecParams dflash_params(const std::string& file, int n_max) {
     p.draft_model = file;
     p.draft_n_max = n_max;
     p.depth.adaptive = false;  // draft every step at full depth
-    return p;
-}
-
-std::vector<int32_t> tree_tokens(const DraftTree& t) {
-    std::vector<int32_t> v;
-    for (const DraftNode& n : t.nodes) v.insert(v.end(), {n.token, n.parent});
-    return v;
-}
-
-// Forwards to the real drafter and records each draft with what it was asked.
-class Recorder : public Drafter {
-public:
-    explicit Recorder(std::unique_ptr<Drafter> d) : d_(std::move(d)) {}
-    struct Step {
-        std::vector<int32_t> history;
-        int32_t id_last;
-        int n_max;
-        double row_cost;
-        std::vector<int32_t> tree;
-    };
-    std::vector<Step> steps;
-    void begin(const std::vector<int32_t>& p) override { d_->begin(p); }
-    void draft(const DraftRequest& req, DraftTree& out) override {
-        d_->draft(req, out);
-        steps.push_back({req.history, req.id_last, req.n_max, req.row_cost, tree_tokens(out)});
-    }
-    void observe(const VerifyRows& r) override { d_->observe(r); }
-    void observe_target(const TargetRows& r) override { d_->observe_target(r); }
-    std::vector<int32_t> capture_layers() const override { return d_->capture_layers(); }
-    void accept(int n, bool o) override { d_->accept(n, o); }
-    int n_max() const override { return d_->n_max(); }
-
-private:
-    std::unique_ptr<Drafter> d_;
-};
-
-// Drafts the true continuation (from a run without speculation) on every other step, so verify batches
-// with several accepted rows reach the DFlash drafter through observe_target/observe.
-class Oracle : public Drafter {
-public:
-    explicit Oracle(std::vector<int32_t> truth, int prompt_len) : truth_(std::move(truth)), n_prompt_(prompt_len) {}
-    void draft(const DraftRequest& req, DraftTree& out) override {
-        if (++calls_ % 2) return;
-        const size_t at = req.history.size() + 1 - n_prompt_;  // index in truth_ of the token after id_last
-        int32_t parent = -1;
-        for (size_t i = at; i < truth_.size() && i < at + 3 && (int)(i - at) < req.n_max; i++)
-            parent = out.add(truth_[i], parent);
-    }
-    int n_max() const override { return 3; }
-
-private:
-    std::vector<int32_t> truth_;
-    int n_prompt_;
-    int calls_ = 0;
-};
-
-std::vector<int32_t> prompt_tokens(int n) {
-    std::vector<int32_t> p{1};
-    const std::vector<int32_t> t = tiny_tokens(n - 1, 300, 11);
-    p.insert(p.end(), t.begin(), t.end());
     return p;
 }
 

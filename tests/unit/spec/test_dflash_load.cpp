@@ -12,6 +12,7 @@
 #include "base/fp16.h"
 #include "dflash_test_drafter.h"
 #include "gguf/gguf_writer.h"
+#include "hidden_drafter_test_util.h"
 #include "spec/dflash/dflash_model.h"
 
 namespace bee::test {
@@ -19,13 +20,7 @@ namespace {
 
 // The tiny target: 4 layers, n_embd 64, 300 tokens.
 const Model& target() {
-    static std::unique_ptr<Model> m = [] {
-        TinyConfig cfg = tiny_config("llama");
-        cfg.n_layer = 4;
-        const std::string path = temp_path("dflash_target");
-        write_tiny_model(cfg, path);
-        return Model::load(path);
-    }();
+    static std::unique_ptr<Model> m = tiny_drafter_target("dflash_target");
     return *m;
 }
 

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "gguf/gguf.h"
+#include "hidden_drafter_test_util.h"
 #include "model/forward.h"
 #include "spec/dflash/dflash_model.h"
 
@@ -27,11 +28,7 @@ struct RefCase {
     std::unique_ptr<DflashModel> drafter;
     template <class T>
     std::vector<T> tensor(const char* name) const {
-        const GgufTensor* t = io.find_tensor(name);
-        EXPECT_NE(t, nullptr) << name;
-        if (!t) return {};
-        const T* p = (const T*)t->data;
-        return std::vector<T>(p, p + t->n_elements());
+        return tensor_values<T>(io, name);
     }
     DflashBlock block(const char* name, const DflashContext& ctx) const {
         const std::vector<int32_t> b = tensor<int32_t>(name);  // last token, position, n_draft

@@ -10,6 +10,7 @@
 #include "../model/tiny_model.h"
 #include "base/error.h"
 #include "eagle3_test_head.h"
+#include "hidden_drafter_test_util.h"
 #include "spec_loop.h"
 #include "spec_test_util.h"
 
@@ -24,11 +25,7 @@ struct Fixture {
 const Fixture& fixture() {
     static Fixture f = [] {
         Fixture x;
-        TinyConfig cfg = tiny_config("llama");
-        cfg.n_layer = 4;
-        const std::string path = temp_path("eagle3_drafter_target");
-        write_tiny_model(cfg, path);
-        x.target = Model::load(path);
+        x.target = tiny_drafter_target("eagle3_drafter_target");
         HeadSpec hs;
         hs.n_draft = 120;  // a compact vocabulary
         hs.own_embd = false;
@@ -44,65 +41,6 @@ SpecParams eagle3_params(int n_max) {
     p.draft_model = fixture().head;
     p.draft_n_max = n_max;
     p.depth.adaptive = false;  // draft every step at full depth
-    return p;
-}
-
-std::vector<int32_t> tree_tokens(const DraftTree& t) {
-    std::vector<int32_t> v;
-    for (const DraftNode& n : t.nodes) v.insert(v.end(), {n.token, n.parent});
-    return v;
-}
-
-// Forwards to the real drafter and records each draft with what it was asked.
-class Recorder : public Drafter {
-public:
-    explicit Recorder(std::unique_ptr<Drafter> d) : d_(std::move(d)) {}
-    struct Step {
-        std::vector<int32_t> history;
-        int32_t id_last;
-        int n_max;
-        std::vector<int32_t> tree;
-    };
-    std::vector<Step> steps;
-    void begin(const std::vector<int32_t>& p) override { d_->begin(p); }
-    void draft(const DraftRequest& req, DraftTree& out) override {
-        d_->draft(req, out);
-        steps.push_back({req.history, req.id_last, req.n_max, tree_tokens(out)});
-    }
-    void observe(const VerifyRows& r) override { d_->observe(r); }
-    void observe_target(const TargetRows& r) override { d_->observe_target(r); }
-    std::vector<int32_t> capture_layers() const override { return d_->capture_layers(); }
-    void accept(int n, bool o) override { d_->accept(n, o); }
-    int n_max() const override { return d_->n_max(); }
-
-private:
-    std::unique_ptr<Drafter> d_;
-};
-
-// Drafts the true continuation (from a run without speculation) on every other step, so verify batches
-// with several accepted rows reach the EAGLE-3 drafter through observe_target/observe.
-class Oracle : public Drafter {
-public:
-    explicit Oracle(std::vector<int32_t> truth, int prompt_len) : truth_(std::move(truth)), n_prompt_(prompt_len) {}
-    void draft(const DraftRequest& req, DraftTree& out) override {
-        if (++calls_ % 2) return;
-        const size_t at = req.history.size() + 1 - n_prompt_;  // index in truth_ of the token after id_last
-        int32_t parent = -1;
-        for (size_t i = at; i < truth_.size() && i < at + 3 && (int)(i - at) < req.n_max; i++)
-            parent = out.add(truth_[i], parent);
-    }
-    int n_max() const override { return 3; }
-
-private:
-    std::vector<int32_t> truth_;
-    int n_prompt_;
-    int calls_ = 0;
-};
-
-std::vector<int32_t> prompt_tokens(int n) {
-    std::vector<int32_t> p{1};
-    const std::vector<int32_t> t = tiny_tokens(n - 1, 300, 11);
-    p.insert(p.end(), t.begin(), t.end());
     return p;
 }
 

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "eagle3_test_head.h"
 #include "gguf/gguf_writer.h"
+#include "hidden_drafter_test_util.h"
 #include "spec/eagle3/eagle3_head.h"
 
 namespace bee::test {
@@ -18,13 +19,7 @@ namespace {
 
 // The tiny target: 4 layers, n_embd 64, 300 tokens.
 const Model& target() {
-    static std::unique_ptr<Model> m = [] {
-        TinyConfig cfg = tiny_config("llama");
-        cfg.n_layer = 4;
-        const std::string path = temp_path("eagle3_target");
-        write_tiny_model(cfg, path);
-        return Model::load(path);
-    }();
+    static std::unique_ptr<Model> m = tiny_drafter_target("eagle3_target");
     return *m;
 }
 

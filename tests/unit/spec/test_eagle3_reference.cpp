@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "gguf/gguf.h"
+#include "hidden_drafter_test_util.h"
 #include "spec/eagle3/eagle3_head.h"
 
 namespace bee::test {
@@ -26,11 +27,7 @@ struct RefCase {
     std::unique_ptr<Eagle3Head> head;
     template <class T>
     std::vector<T> tensor(const char* name) const {
-        const GgufTensor* t = io.find_tensor(name);
-        EXPECT_NE(t, nullptr) << name;
-        if (!t) return {};
-        const T* p = (const T*)t->data;
-        return std::vector<T>(p, p + t->n_elements());
+        return tensor_values<T>(io, name);
     }
 };
 
