@@ -21,6 +21,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "model/model.h"
+#include "sample/sampler.h"
 #include "spec/draft_marginals.h"
 #include "spec/drafters/drafters.h"
 #include "spec/eagle3/eagle3_head.h"
@@ -112,6 +113,9 @@ public:
             if (temp > 0) {
                 token = sample(temp, out);
                 if (token < 0) break;
+            } else if (!tree && p_min <= 0) {  // a plain chain needs the argmax only, not the distribution
+                token = head_.target_id(argmax(logits_.data(), nd));
+                out.add(token, out.size() - 1);
             } else {
                 main_.emplace_back();
                 top_candidates(logits_.data(), nd, k, main_.back());

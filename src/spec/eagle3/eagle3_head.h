@@ -89,10 +89,12 @@ public:
 
 private:
     explicit Eagle3Head(GgufFile f) : file_(std::move(f)) {}
+    void repack(Weight& m);
     GgufFile file_;
     Eagle3HParams hp_;
     Eagle3Weights w_;
     std::vector<int32_t> d2t_;
+    std::vector<AlignedBytes> repacked_;  // owns the head's own matrices in the matmul's preferred layout
 };
 
 }  // namespace bee

@@ -97,8 +97,9 @@ void Eagle3Head::decode(ThreadPool& pool, Eagle3Kv& kv, const Eagle3Rows& rows, 
     for (int r = 0; r < n; r++) add(h + r * e, resid ? resid + r * e : x2.data() + r * 2 * e + e, e);
     std::vector<float> hn((size_t)n * e), gate((size_t)n * hp_.n_ff), up((size_t)n * hp_.n_ff), ff((size_t)n * e);
     for (int r = 0; r < n; r++) rms_norm(h + r * e, (const float*)w_.ffn_norm.data, hn.data() + r * e, e, hp_.norm_eps);
-    mm(pool, w_.ffn_gate, hn.data(), n, gate.data());
-    mm(pool, w_.ffn_up, hn.data(), n, up.data());
+    const MatmulOut gu[2] = {{w_.ffn_gate.type, w_.ffn_gate.data, w_.ffn_gate.ne1, w_.ffn_gate.layout, gate.data()},
+                             {w_.ffn_up.type, w_.ffn_up.data, w_.ffn_up.ne1, w_.ffn_up.layout, up.data()}};
+    matmul_shared_input(pool, gu, 2, e, hn.data(), n);  // one activation pass and parallel region for both
     matmul_gated(pool, w_.ffn_down.type, w_.ffn_down.data, e, hp_.n_ff, gate.data(), up.data(), GatedAct::silu, n,
                  ff.data(), w_.ffn_down.layout);
     for (int r = 0; r < n; r++) add(h + r * e, ff.data() + r * e, e);

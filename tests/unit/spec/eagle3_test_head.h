@@ -8,6 +8,7 @@
 
 #include "../model/tiny_model.h"
 #include "gguf/gguf_writer.h"
+#include "quant/quant.h"
 
 namespace bee::test {
 
@@ -22,6 +23,7 @@ struct HeadSpec {
     std::vector<int32_t> layers = {1, 2, 3};
     const char* layer_key = "eagle3.target_layers";
     std::function<void(GgufWriter&)> edit;  // metadata changes after the defaults
+    GgmlType mat_type = GgmlType::F32;      // the type of the matrices (fc, q/k/v/o, FFN, output)
 };
 
 inline void add_f32(GgufWriter& w, const std::string& name, int64_t ne0, int64_t ne1, std::mt19937& rng, float scale) {
@@ -33,6 +35,18 @@ inline void add_f32(GgufWriter& w, const std::string& name, int64_t ne0, int64_t
     std::vector<int64_t> ne = {ne0};
     if (ne1 != 1) ne.push_back(ne1);
     w.add_tensor(name, GgmlType::F32, ne, v.data(), v.size() * sizeof(float));
+}
+
+// A matrix (ne1 rows of ne0) of random values in type t (quantized from the floats add_f32 would write).
+inline void add_mat(GgufWriter& w, const std::string& name, int64_t ne0, int64_t ne1, std::mt19937& rng, float scale,
+                    GgmlType t) {
+    if (t == GgmlType::F32) return add_f32(w, name, ne0, ne1, rng, scale);
+    std::normal_distribution<float> nd(0.0f, scale);
+    std::vector<float> v((size_t)(ne0 * ne1));
+    for (float& x : v) x = nd(rng);
+    std::vector<uint8_t> q(ggml_row_size(t, ne0) * (size_t)ne1);
+    quantize_matrix(t, v.data(), q.data(), ne1, ne0);
+    w.add_tensor(name, t, {ne0, ne1}, q.data(), q.size());
 }
 
 inline std::string write_head(const HeadSpec& s) {
@@ -53,7 +67,7 @@ inline std::string write_head(const HeadSpec& s) {
     if (s.edit) s.edit(w);
     std::mt19937 rng(7);
     if (s.own_embd) add_f32(w, "token_embd.weight", s.H, nv, rng, 1.0f);
-    add_f32(w, "fc.weight", 3 * s.Ht, s.H, rng, 0.1f);
+    add_mat(w, "fc.weight", 3 * s.Ht, s.H, rng, 0.1f, s.mat_type);
     if (s.norm_before_fc && s.write_enc_norm) add_f32(w, "enc.output_norm.weight", 3 * s.Ht, 1, rng, 0.1f);
     if (s.n_draft) {
         std::vector<int64_t> ids(s.n_draft);
@@ -68,16 +82,16 @@ inline std::string write_head(const HeadSpec& s) {
     }
     add_f32(w, "blk.0.attn_norm.weight", s.H, 1, rng, 0.1f);
     add_f32(w, "blk.0.attn_norm_2.weight", s.H, 1, rng, 0.1f);
-    add_f32(w, "blk.0.attn_q.weight", 2 * s.H, s.n_head * hd, rng, 0.1f);
-    add_f32(w, "blk.0.attn_k.weight", 2 * s.H, s.n_head_kv * hd, rng, 0.1f);
-    add_f32(w, "blk.0.attn_v.weight", 2 * s.H, s.n_head_kv * hd, rng, 0.1f);
-    add_f32(w, "blk.0.attn_output.weight", s.n_head * hd, s.H, rng, 0.1f);
+    add_mat(w, "blk.0.attn_q.weight", 2 * s.H, s.n_head * hd, rng, 0.1f, s.mat_type);
+    add_mat(w, "blk.0.attn_k.weight", 2 * s.H, s.n_head_kv * hd, rng, 0.1f, s.mat_type);
+    add_mat(w, "blk.0.attn_v.weight", 2 * s.H, s.n_head_kv * hd, rng, 0.1f, s.mat_type);
+    add_mat(w, "blk.0.attn_output.weight", s.n_head * hd, s.H, rng, 0.1f, s.mat_type);
     add_f32(w, "blk.0.ffn_norm.weight", s.H, 1, rng, 0.1f);
-    add_f32(w, "blk.0.ffn_gate.weight", s.H, s.n_ff, rng, 0.1f);
-    add_f32(w, "blk.0.ffn_up.weight", s.H, s.n_ff, rng, 0.1f);
-    add_f32(w, "blk.0.ffn_down.weight", s.n_ff, s.H, rng, 0.1f);
+    add_mat(w, "blk.0.ffn_gate.weight", s.H, s.n_ff, rng, 0.1f, s.mat_type);
+    add_mat(w, "blk.0.ffn_up.weight", s.H, s.n_ff, rng, 0.1f, s.mat_type);
+    add_mat(w, "blk.0.ffn_down.weight", s.n_ff, s.H, rng, 0.1f, s.mat_type);
     add_f32(w, "output_norm.weight", s.H, 1, rng, 0.1f);
-    if (s.own_output) add_f32(w, "output.weight", s.H, n_out, rng, 0.3f);
+    if (s.own_output) add_mat(w, "output.weight", s.H, n_out, rng, 0.3f, s.mat_type);
     const std::string path = temp_path("eagle3_head");
     w.write(path);
     return path;

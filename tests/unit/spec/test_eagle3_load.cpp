@@ -1,9 +1,10 @@
 // tests/unit/spec/test_eagle3_load: Eagle3Head::load on small random heads written in llama.cpp's eagle3
 // layout by GgufWriter — with and without d2t and norm_before_fc, own or the target's token_embd and
-// output — against a tiny llama target, and every refusal's message.
+// output, F32 or Q8_0 (repacked) matrices — against a tiny llama target, and every refusal's message.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 
@@ -82,6 +83,47 @@ INSTANTIATE_TEST_SUITE_P(Variants, Eagle3Load,
                                            Variant{"shared_embd_and_output", 0, true, false, false, false},
                                            Variant{"d2t_shared_embd", 25, false, false, false, true}),
                          [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
+
+// A quantized head's own matrices are repacked at load into the layout the target's matmul reads (where
+// the ISA has one): the same bytes per row, and matmul gives the same bits as on the file's GGUF rows.
+TEST(Eagle3Load, RepacksItsOwnQuantizedMatricesLosslessly) {
+    HeadSpec s;
+    s.n_draft = 32;
+    s.mat_type = GgmlType::Q8_0;
+    const std::string path = write_head(s);
+    const std::unique_ptr<Eagle3Head> h = Eagle3Head::load(path, drafter_target_of(target()));
+    const GgufFile file = GgufFile::open(path);
+    const Eagle3Weights& w = h->weights();
+    const std::pair<const char*, const Weight*> mats[] = {{"fc.weight", &w.fc},
+                                                          {"blk.0.attn_q.weight", &w.wq},
+                                                          {"blk.0.attn_k.weight", &w.wk},
+                                                          {"blk.0.attn_v.weight", &w.wv},
+                                                          {"blk.0.attn_output.weight", &w.wo},
+                                                          {"blk.0.ffn_gate.weight", &w.ffn_gate},
+                                                          {"blk.0.ffn_up.weight", &w.ffn_up},
+                                                          {"blk.0.ffn_down.weight", &w.ffn_down},
+                                                          {"output.weight", &w.output}};
+    ThreadPool pool(2);
+    for (const auto& [name, m] : mats) {
+        SCOPED_TRACE(name);
+        const GgufTensor* t = file.find_tensor(name);
+        ASSERT_NE(t, nullptr);
+        EXPECT_EQ(m->layout, preferred_layout(GgmlType::Q8_0));
+        const size_t row = ggml_row_size(m->type, m->ne0);
+        std::vector<uint8_t> got(row);
+        for (int64_t r = 0; r < m->ne1; r++) {
+            unpack_row(m->type, m->layout, m->data, m->ne1, m->ne0, r, got.data());
+            ASSERT_EQ(std::memcmp(got.data(), t->data + (size_t)r * row, row), 0) << "row " << r;
+        }
+        const int n_tok = 3;
+        std::vector<float> x((size_t)n_tok * m->ne0), y((size_t)n_tok * m->ne1), y_file(y.size());
+        for (size_t i = 0; i < x.size(); i++) x[i] = std::cos(0.11f * (float)i);
+        matmul(pool, m->type, m->data, m->ne1, m->ne0, x.data(), n_tok, y.data(), m->layout);
+        matmul(pool, m->type, t->data, m->ne1, m->ne0, x.data(), n_tok, y_file.data(), WeightLayout::gguf);
+        for (size_t i = 0; i < y.size(); i++) ASSERT_EQ(y[i], y_file[i]) << "output " << i;
+    }
+    load_and_decode(s);
+}
 
 TEST(Eagle3Load, LayerIdOfTheFinalStateIsAccepted) {
     HeadSpec s;
