@@ -163,6 +163,8 @@ bool ArgParser::parse(int argc, char** argv) {
             a = a.substr(0, a.find('='));
             has_inline = true;
         }
+        // as llama.cpp: a long option may be spelled with '_' for '-' (--backend_sampling)
+        if (a.rfind("--", 0) == 0) std::replace(a.begin(), a.end(), '_', '-');
         if (a.size() > 1 && a[0] == '-' && !(a.size() > 1 && (isdigit((unsigned char)a[1]) || a[1] == '.'))) {
             const Opt* o = find(a);
             if (!o) fail("unknown option '%s' (see %s --help)", a.c_str(), prog_.c_str());

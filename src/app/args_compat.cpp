@@ -114,7 +114,6 @@ constexpr CompatRow kRows[] = {
     {"--log-prompts-dir", V, Act::ignore, 1, "prompts are not written to files"},
     {"--sse-ping-interval", V, Act::ignore, 1, "streams send no keep-alive pings"},
     {"--reuse-port", V, Act::ignore, 0, "the port is bound once, without SO_REUSEPORT"},
-    {"--tags", V, Act::ignore, 1, "model tags are not reported"},
     {"--ui-config,--webui-config,--ui-config-file,--webui-config-file", V, Act::ignore, 1,
      "Bee's chat page has no settings file"},
     {"--no-ui-mcp-proxy,--no-webui-mcp-proxy,-no-ag,--no-agent", V, Act::ignore, 0,

@@ -35,8 +35,10 @@ struct ServeOptions {
     std::string api_key, api_key_file, chat_template, chat_template_file, chat_template_kwargs;
     std::string reasoning_format = "auto", loop_guard = "force-close";
     std::string grammar, grammar_file, json_schema, json_schema_file;
-    chat::Json reasoning_kwargs = chat::Json::object();  // --reasoning, --reasoning-effort, --reasoning-preserve
-    server::RouterParams router;                         // --models-dir, --models-preset, --models-max
+    // --reasoning, --reasoning-effort, --reasoning-preserve; enable_thinking is true unless --reasoning off,
+    // as llama-server renders templates (those testing `not enable_thinking` leave the think block open)
+    chat::Json reasoning_kwargs = chat::Json{{"enable_thinking", true}};
+    server::RouterParams router;  // --models-dir, --models-preset, --models-max
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -69,7 +71,7 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
           86400);
     p.custom("--cors-origins", "LIST",
              "browser origins allowed with credentials, comma list; * any origin without "
-             "credentials [any origin, no credentials]",
+             "credentials; localhost: any origin on this machine [any origin, no credentials]",
              [&s](const std::string& v) { s.cors_origins = split_commas(v); });
     p.custom("--max-body-bytes", "N", "largest request body accepted [16777216]", [&s](const std::string& v) {
         char* end = nullptr;
@@ -85,7 +87,10 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     p.action("--no-ui,--no-webui", "no chat page (/ answers 404)", [&s] { s.webui = false; });
     p.str("--slot-save-path", &s.slot_save_path, "DIR",
           "enable POST /slots/ID?action=save|restore|erase, files in DIR");
-    p.str("-a,--alias", &s.alias, "NAME", "model name reported by the API (default: the file name)");
+    p.str("-a,--alias", &s.alias, "NAMES",
+          "model names reported by the API, a comma list: the id is the first in sorted order "
+          "(default: the file name)");
+    p.str("--tags", &s.tags, "TAGS", "model tags reported by /v1/models, a comma list");
     p.flag("--embedding,--embeddings", &s.embedding,
            "serve /v1/embeddings, /embedding and /embeddings (any model; "
            "completions keep working)");
@@ -139,11 +144,10 @@ void add_chat_options(ArgParser& p, ServeOptions& o) {
     p.str("--chat-template-kwargs", &o.chat_template_kwargs, "JSON",
           "extra template variables, e.g. {\"enable_thinking\":false}");
     p.custom("-rea,--reasoning", "on|off|auto",
-             "thinking in chat templates: enable_thinking true / false / the "
-             "template's default [auto]",
+             "thinking in chat templates: enable_thinking true / false; auto: true, as "
+             "llama-server gives templates (a request's chat_template_kwargs wins) [auto]",
              [&o](const std::string& v) {
-                 if (v == "auto") o.reasoning_kwargs.erase("enable_thinking");
-                 else o.reasoning_kwargs["enable_thinking"] = parse_on_off_auto(v, "--reasoning");
+                 o.reasoning_kwargs["enable_thinking"] = v == "auto" || parse_on_off_auto(v, "--reasoning");
              });
     p.custom("--reasoning-effort", "LEVEL", "reasoning_effort given to the chat template (default: the template's)",
              [&o](const std::string& v) {

@@ -9,7 +9,7 @@
 namespace bee::runtime {
 
 std::vector<float> embed_tokens(Engine& eng, int32_t seq, std::vector<int32_t>& slot_cache,
-                                const std::vector<int32_t>& tokens, Pooling pooling) {
+                                const std::vector<int32_t>& tokens, Pooling pooling, int32_t* n_reused) {
     if (tokens.empty()) fail("embedding: no tokens");
     const bool last_only = pooling == Pooling::last || pooling == Pooling::rank;
     SeqMemory& mem = eng.memory();
@@ -17,6 +17,7 @@ std::vector<float> embed_tokens(Engine& eng, int32_t seq, std::vector<int32_t>& 
     keep = (size_t)mem.cut_point(seq, (int32_t)keep);
     mem.cut(seq, (int32_t)keep);
     slot_cache.resize(keep);
+    if (n_reused) *n_reused = (int32_t)keep;
 
     Batch b;
     for (size_t i = keep; i < tokens.size(); i++) b.add(tokens[i], (int32_t)i, seq, false);

@@ -16,7 +16,8 @@ namespace bee::runtime {
 // decoded once); the others decode every token. Afterwards the sequence holds the tokens' K/V and
 // `slot_cache` is `tokens`, so a later request can reuse them as a prefix. Throws Error (the caller drops
 // the sequence) if the engine refuses the batch.
+// `n_reused` (optional) receives how many of `tokens` came from the cache, not decoded.
 std::vector<float> embed_tokens(Engine& eng, int32_t seq, std::vector<int32_t>& slot_cache,
-                                const std::vector<int32_t>& tokens, Pooling pooling);
+                                const std::vector<int32_t>& tokens, Pooling pooling, int32_t* n_reused = nullptr);
 
 }  // namespace bee::runtime

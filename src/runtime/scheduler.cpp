@@ -175,7 +175,17 @@ void Scheduler::run_engine_action(Slot& s, Task& t, double now) {
     s.t_last_used = now;
     try {
         use_lora(s, task_lora(t));
-        t.engine_action(eng_, s.id(), s.cache);
+        const int32_t n_reused = t.engine_action(eng_, s.id(), s.cache);
+        // as llama-server: an embedding's prompt is counted (one decode, no token predicted)
+        {
+            std::lock_guard<std::mutex> lk(mu_);
+            metrics_.n_decode_total++;
+            metrics_.prompt_tokens_total += (uint64_t)t.prompt.size() - (uint64_t)n_reused;
+            metrics_.prompt_tokens_cached_total += (uint64_t)n_reused;
+        }
+        TaskEvent done;  // after the metrics, so a reply never precedes its count
+        done.kind = TaskEvent::done;
+        t.channel->push(std::move(done));
     } catch (const std::exception& e) {  // the sequence's cells are in doubt: drop them
         eng_.memory().clear(s.id());
         s.cache.clear();
@@ -467,6 +477,7 @@ void Scheduler::on_finished(const FinishInfo& f) {
     metrics_.tokens_predicted_seconds_total += f.predicted_ms / 1000.0;
     metrics_.n_drafted_total += (uint64_t)f.draft_n;
     metrics_.n_drafted_accepted_total += (uint64_t)f.draft_n_accepted;
+    metrics_.n_draft_rounds_total += (uint64_t)f.draft_rounds;
     metrics_.n_drafted_grammar_cut_total += (uint64_t)f.draft_n_grammar_cut;
     metrics_.bucket_prompt_tokens += n_prompt;
     metrics_.bucket_prompt_seconds += f.prompt_ms / 1000.0;

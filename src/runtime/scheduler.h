@@ -45,6 +45,7 @@ struct SchedulerMetrics {
     uint64_t n_tokens_max = 0;        // largest sequence length seen
     uint64_t n_drafted_total = 0;     // draft tokens proposed (finished requests)
     uint64_t n_drafted_accepted_total = 0;
+    uint64_t n_draft_rounds_total = 0;         // drafts verified (finished requests)
     uint64_t n_drafted_grammar_cut_total = 0;  // draft tokens a grammar cut before verification
     uint64_t requests_processing = 0;          // gauges
     uint64_t requests_deferred = 0;

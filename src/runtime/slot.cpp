@@ -59,6 +59,8 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     }
     if (gp.reasoning && gp.starts_in_reasoning && gp.reasoning_budget == 0) queue_close_reasoning();
     state_ = State::prefill;  // last: if anything above throws, the slot stays idle
+    // llama-server's opening event: nothing processed yet beyond the reused prefix
+    push_progress(n_cached, 0.0);
 }
 
 bool Slot::prompt_done(double now_ms) {
@@ -266,14 +268,24 @@ bool Slot::gate_indent(const std::string& text, std::string& out) {
     return true;
 }
 
-void Slot::report_progress(double now_ms) {
+void Slot::report_progress(double now_ms) { push_progress((int32_t)cache.size(), now_ms - t_start_); }
+
+void Slot::push_progress(int32_t processed, double elapsed_ms) {
     if (!task_->params.return_progress) return;
     TaskEvent ev;
     ev.has_progress = true;
     ev.progress.total = (int32_t)task_->prompt.size();
     ev.progress.cache = fin_.n_cached;
-    ev.progress.processed = (int32_t)cache.size();
-    ev.progress.time_ms = now_ms - t_start_;
+    ev.progress.processed = processed;
+    ev.progress.time_ms = elapsed_ms;
+    if (task_->params.timings_per_token) {  // the prompt's timings so far, nothing generated yet
+        ev.has_timings = true;
+        ev.finish = fin_;
+        ev.finish.n_prompt = processed;  // timings' prompt_n = processed - cache
+        ev.finish.prompt_ms = elapsed_ms;
+        ev.finish.n_predicted = 0;
+        ev.finish.predicted_ms = 0;
+    }
     task_->channel->push(std::move(ev));
 }
 

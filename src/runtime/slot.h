@@ -105,6 +105,9 @@ public:
 private:
     bool accept(int32_t id, bool forced, TokenInfo info, double now_ms);
     void queue_close_reasoning();
+    // A prompt_progress event (return_progress) with `processed` prompt tokens in the cache; with
+    // timings_per_token it carries the prompt's timings so far.
+    void push_progress(int32_t processed, double elapsed_ms);
     void finish(StopType type, double now_ms);
     void release();
     TokenInfo token_info(const float* logits, int32_t id, bool forced = false) const;

@@ -72,6 +72,7 @@ bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, in
     spec_->observe_target(b, out, step_row0, step_rows, false);
     spec_->commit(eng, id_, pos, r);  // the cache now holds last_ and the accepted draft tokens
     fin_.draft_n += n_drafted;
+    fin_.draft_rounds++;
     fin_.draft_n_accepted += r.n_accepted();
     cache.push_back(last_);
     for (size_t i = 0; i < r.tokens.size(); i++) {

@@ -103,6 +103,7 @@ struct FinishInfo {
     double prompt_ms = 0, predicted_ms = 0;
     int64_t draft_n = 0;              // draft tokens proposed (timings.draft_n, only when > 0)
     int64_t draft_n_accepted = 0;     // of which the target accepted
+    int64_t draft_rounds = 0;         // drafts verified (each a tree of draft_n's tokens)
     int64_t draft_n_grammar_cut = 0;  // draft tokens the request's grammar rejected before verification
     int32_t n_decodes = 0;            // generation steps (target decodes after the prompt) this task took part in
     // The task's Speculator when it ended (null: no speculation): its statistics (cumulative over the
@@ -169,9 +170,10 @@ struct Task {
     // An engine action instead of a generation (embeddings and reranking, runtime/embed): run like a
     // slot action, in an idle slot picked as for a generation (pinned, best cached prefix, else least
     // recently used), with the engine, that slot's sequence id and token cache; `prompt` holds the tokens it will decode (the scheduler
-    // makes room for them in a unified cache). It pushes the done event itself; an exception becomes a
-    // 500 error event.
-    std::function<void(Engine& eng, int32_t seq, std::vector<int32_t>& slot_cache)> engine_action;
+    // makes room for them in a unified cache). It returns how many prompt tokens it reused from the
+    // slot's cache (the rest were decoded in one call); the scheduler counts them in the metrics, then
+    // pushes the done event. An exception becomes a 500 error event.
+    std::function<int32_t(Engine& eng, int32_t seq, std::vector<int32_t>& slot_cache)> engine_action;
     std::shared_ptr<TaskChannel> channel = std::make_shared<TaskChannel>();
 };
 

@@ -415,6 +415,14 @@ std::string JsonSchemaGbnf::array_expr(const Json& s, const std::string& path) {
     int64_t max = s.contains("maxItems") ? (int64_t)count(s, "maxItems", path, 0) : -1;
     if (max >= 0 && (uint64_t)max < min) unsupported("'maxItems' below 'minItems'", path, "fix the bounds");
     if (s.contains("prefixItems")) return prefix_array_expr(s, path, min, max);
+    if (s.contains("items") && s["items"].is_array()) {
+        // the older tuple form ("items": [A, B]), taken as llama.cpp takes it: exactly those elements
+        Json tuple = s;
+        tuple["prefixItems"] = s["items"];
+        tuple["items"] = false;
+        tuple["minItems"] = std::max<uint64_t>(min, s["items"].size());
+        return prefix_array_expr(tuple, path, tuple["minItems"].get<uint64_t>(), max);
+    }
     // note: the item is a rule, not text written twice (first and later items), which would double the
     // grammar at each level of nested arrays.
     const std::string item = named(s.contains("items") ? expr(s["items"], path + "/items") : "json-value");

@@ -18,7 +18,8 @@ namespace bee {
 // required, additionalProperties (false or absent: no other keys; true or a schema: extra keys after the
 // listed ones), items, minItems, maxItems, minLength, maxLength, pattern, format (date, time, date-time,
 // uuid), minimum/maximum/exclusiveMinimum/exclusiveMaximum on integers (exact), enum, const, anyOf, oneOf,
-// allOf of object schemas (merged), prefixItems, $ref to #/$defs/… or #/definitions/…, and annotations (title, description, default, examples, $schema, $id, $comment). Any other keyword is
+// allOf of object schemas (merged), prefixItems, items as a list (a tuple of exactly those elements, as
+// llama.cpp takes it), $ref to #/$defs/… or #/definitions/…, and annotations (title, description, default, examples, $schema, $id, $comment). Any other keyword is
 // an Error naming it and where it is. Output is compact-ish JSON: up to 16 whitespace characters are
 // allowed between tokens, so the model cannot pad forever.
 // Limits (each an Error naming it and the place): the document nests at most kJsonSchemaMaxJsonDepth

@@ -7,7 +7,8 @@ namespace bee::server {
 
 namespace {
 
-// Content parts ([{type: "text", text}]) become one string; other part types are not supported.
+// Content parts ([{type: "text", text}]) become one string, joined by '\n' as llama-server joins them;
+// other part types are not supported.
 Json normalize_message(const Json& m, size_t i) {
     if (!m.is_object()) bad_request("messages[%zu] must be an object", i);
     if (!m.contains("role") || !m["role"].is_string()) bad_request("messages[%zu].role must be a string", i);
@@ -26,6 +27,7 @@ Json normalize_message(const Json& m, size_t i) {
             !part.contains("text") || !part["text"].is_string())
             bad_request("messages[%zu].content: only text parts ({\"type\": \"text\", \"text\": ...}) are supported",
                         i);
+        if (!text.empty()) text += '\n';  // llama-server's join for templates that take a string
         text += part["text"].get<std::string>();
     }
     out["content"] = text;
@@ -56,6 +58,14 @@ ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body, bool a
     if (tok.bos() >= 0) in.bos_token = tok.token_text(tok.bos());
     if (tok.eos() >= 0) in.eos_token = tok.token_text(tok.eos());
     in.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
+    // continue_final_message (vLLM's explicit form of the assistant prefill below): true, "content" or
+    // "reasoning_content"; as llama-server, it needs add_generation_prompt set to false.
+    if (auto c = body.find("continue_final_message"); c != body.end()) {
+        const bool cont =
+            (c->is_boolean() && c->get<bool>()) || (c->is_string() && (*c == "content" || *c == "reasoning_content"));
+        if (cont && in.add_generation_prompt)
+            bad_request("Cannot set both add_generation_prompt and continue_final_message to true.");
+    }
     // Assistant prefill: a last assistant message is continued rather than closed (after the assistant's
     // opening, whatever add_generation_prompt says); llama-server refuses two at the end.
     const size_t n = in.messages.size();
@@ -64,8 +74,14 @@ ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body, bool a
         bad_request("Cannot have 2 or more assistant messages at the end of the list.");
     std::string prefill;
     if (n > 0 && in.messages.back().value("role", "") == "assistant" && in.messages.back()["content"].is_string()) {
+        // a prefill given as text parts is continued with the parts joined by "\n\n", as llama-server does
+        const Json& raw = (*msgs)[n - 1]["content"];
+        if (raw.is_array()) {
+            for (size_t k = 0; k < raw.size(); k++) prefill += (k ? "\n\n" : "") + raw[k]["text"].get<std::string>();
+        } else {
+            prefill = raw.get<std::string>();
+        }
         in.add_generation_prompt = true;
-        prefill = in.messages.back()["content"].get<std::string>();
         in.messages.erase(in.messages.size() - 1);
     }
     ChatPrompt cp;

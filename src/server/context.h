@@ -36,7 +36,8 @@ struct ServerParams {
     bool slots = true;                      // GET /slots
     bool webui = true;                      // GET / and /index.html: the chat page
     std::string slot_save_path;             // --slot-save-path: directory of slot files (empty: actions get 501)
-    std::string alias;                      // model name reported (default: the file name)
+    std::string alias;                      // -a: model names, a comma list (default: the file name)
+    std::string tags;                       // --tags: a comma list reported by /v1/models
     std::string model_path;
     ModelLoadParams load;     // --override-kv, --rope-*, --check-tensors
     int32_t n_predict = -1;   // server-wide default max tokens
@@ -67,10 +68,12 @@ struct ServerContext {
     std::unique_ptr<Model> model;
     std::unique_ptr<Engine> engine;
     std::unique_ptr<Scheduler> scheduler;
-    std::unique_ptr<chat::Template> tmpl;  // the model's, the flag's, or a built-in one
-    std::string tmpl_source;               // Jinja source, or the built-in format's name
-    std::string model_name;
-    int64_t created = 0;  // unix seconds at start
+    std::unique_ptr<chat::Template> tmpl;    // the model's, the flag's, or a built-in one
+    std::string tmpl_source;                 // Jinja source, or the built-in format's name
+    std::string model_name;                  // the first of model_aliases in sorted order, as llama-server
+    std::vector<std::string> model_aliases;  // -a's names, sorted and without repeats
+    std::vector<std::string> model_tags;     // --tags, sorted and without repeats
+    int64_t created = 0;                     // unix seconds at start
     std::atomic<uint64_t> next_task_id{1};
 
     const Tokenizer& tokenizer() const { return model->tokenizer(); }

@@ -81,6 +81,7 @@ FinishInfo merge_finish(const std::vector<FinishInfo>& fs, size_t per_prompt) {
         m.predicted_ms = std::max(m.predicted_ms, fs[i].predicted_ms);
         m.draft_n += fs[i].draft_n;
         m.draft_n_accepted += fs[i].draft_n_accepted;
+        m.draft_rounds += fs[i].draft_rounds;
         m.draft_n_grammar_cut += fs[i].draft_n_grammar_cut;
     }
     return m;
@@ -130,7 +131,9 @@ Json progress_json(const TaskEvent& e) {
 }
 
 Json timings_json(const FinishInfo& f) {
-    const double pn = f.n_prompt - f.n_cached, gn = f.n_predicted;
+    // llama-server's n - 1 rule: the first token comes from the last prompt batch's logits, so the
+    // generation rate is over the decode steps after it
+    const double pn = f.n_prompt - f.n_cached, gn = f.n_predicted > 0 ? f.n_predicted - 1 : 0;
     Json t{{"cache_n", f.n_cached},
            {"prompt_n", f.n_prompt - f.n_cached},
            {"prompt_ms", f.prompt_ms},
@@ -260,7 +263,11 @@ bool pump_events(StreamState& st, size_t i, const std::vector<TaskEvent>& evs, h
             st.finished = true;
             st.cancel_all();
         } else if (e.has_progress) {
-            if (fmt.progress) ok = write_all(sink, {fmt.progress(e)}, fmt);
+            if (fmt.progress) {
+                Json j = fmt.progress(e);
+                if (e.has_timings) j["timings"] = timings_json(e.finish);
+                ok = write_all(sink, {j}, fmt);
+            }
         } else {
             if (!e.content.empty() || !e.reasoning.empty() || !e.tokens.empty()) {
                 std::vector<Json> chunks = fmt.delta(e);

@@ -31,21 +31,22 @@ void run_jobs(ServerContext& ctx, const httplib::Request& req, std::vector<std::
     for (const auto& job : jobs) {
         if (job->tokens.empty()) bad_request("Input content cannot be empty");
         if ((int64_t)job->tokens.size() > n_ctx)
-            throw HttpError(400, "exceed_context_size_error",
-                            strfmt("input (%zu tokens) is larger than the slot context (%d tokens), try increasing it",
-                                   job->tokens.size(), n_ctx),
-                            Json{{"n_prompt_tokens", job->tokens.size()}, {"n_ctx", n_ctx}});
+            throw HttpError(
+                400, "exceed_context_size_error",
+                strfmt(
+                    "input (%zu tokens) is too large to process: the slot context is %d tokens, try increasing it (-c)",
+                    job->tokens.size(), n_ctx),
+                Json{{"n_prompt_tokens", job->tokens.size()}, {"n_ctx", n_ctx}});
         auto t = std::make_shared<Task>();
         t->id = ctx.next_task_id++;
         t->prompt = job->tokens;
         // Last-token poolings reuse a cached prefix: prefer the slot that shares most of it.
         t->params.cache_prompt = pooling == Pooling::last || pooling == Pooling::rank;
         t->params.lora = ctx.lora_scales();  // as llama-server: embeddings run under the server's LoRA scales
-        t->engine_action = [job, pooling, channel = t->channel](Engine& eng, int32_t seq, std::vector<int32_t>& cache) {
-            job->values = embed_tokens(eng, seq, cache, job->tokens, pooling);
-            TaskEvent done;
-            done.kind = TaskEvent::done;
-            channel->push(std::move(done));
+        t->engine_action = [job, pooling](Engine& eng, int32_t seq, std::vector<int32_t>& cache) {
+            int32_t n_reused = 0;
+            job->values = embed_tokens(eng, seq, cache, job->tokens, pooling, &n_reused);
+            return n_reused;
         };
         tasks.push_back(std::move(t));
     }

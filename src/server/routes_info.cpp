@@ -14,10 +14,8 @@ Json model_info_json(const ServerContext& ctx) {
                  {"n_ctx_train", hp.n_ctx_train},
                  {"n_embd", hp.n_embd},
                  {"size", ctx.model->weight_bytes()}};
-    Json m = {{"id", ctx.model_name},
-              {"object", "model"},
-              {"created", ctx.created},
-              {"owned_by", "bee"},
+    Json m = {{"id", ctx.model_name}, {"aliases", ctx.model_aliases}, {"tags", ctx.model_tags},
+              {"object", "model"},    {"created", ctx.created},       {"owned_by", "bee"},
               {"meta", meta}};
     return m;
 }

@@ -31,7 +31,7 @@ std::string prometheus_text(const SchedulerMetrics& m) {
         {"tokens_predicted_seconds_total", "counter", "Predict process time", m.tokens_predicted_seconds_total},
         {"n_decode_total", "counter", "Total number of llama_decode() calls", (double)m.n_decode_total},
         {"n_tokens_max", "counter", "Largest observed n_tokens.", (double)m.n_tokens_max},
-        {"n_busy_slots_per_decode", "counter", "Average number of busy slots per llama_decode() call", busy_per_decode},
+        {"n_busy_slots_per_decode", "gauge", "Average number of busy slots per llama_decode() call", busy_per_decode},
         {"prompt_tokens_seconds", "gauge", "Average prompt throughput in tokens/s.",
          m.bucket_prompt_seconds > 0 ? (double)m.bucket_prompt_tokens / m.bucket_prompt_seconds : 0.0},
         {"predicted_tokens_seconds", "gauge", "Average generation throughput in tokens/s.",
@@ -43,6 +43,13 @@ std::string prometheus_text(const SchedulerMetrics& m) {
         {"n_drafted_grammar_cut_total", "counter",
          "Speculative draft tokens a request's grammar rejected before verification (finished requests).",
          (double)m.n_drafted_grammar_cut_total},
+        // llama-server's names for the speculative counters
+        {"spec_decode_num_draft_tokens_total", "counter", "Number of speculative draft tokens proposed.",
+         (double)m.n_drafted_total},
+        {"spec_decode_num_accepted_tokens_total", "counter", "Number of speculative draft tokens accepted.",
+         (double)m.n_drafted_accepted_total},
+        {"spec_decode_num_drafts_total", "counter", "Number of speculative drafts verified.",
+         (double)m.n_draft_rounds_total},
         {"requests_processing", "gauge", "Number of requests processing.", (double)m.requests_processing},
         {"requests_deferred", "gauge", "Number of requests deferred.", (double)m.requests_deferred},
     };

@@ -46,6 +46,24 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
 
 namespace {
 
+// "b, a,b" -> {"a", "b"}: a comma list as llama-server keeps -a and --tags (a sorted set).
+std::vector<std::string> sorted_list(const std::string& s) {
+    std::vector<std::string> out;
+    size_t at = 0;
+    while (at <= s.size()) {
+        size_t end = s.find(',', at);
+        if (end == std::string::npos) end = s.size();
+        std::string item = s.substr(at, end - at);
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        if (!item.empty()) out.push_back(item);
+        at = end + 1;
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
+
 bool is_public_path(const std::string& path) {
     static const char* kPublic[] = {"/health", "/v1/health", "/models", "/v1/models", "/", "/index.html"};
     return std::any_of(std::begin(kPublic), std::end(kPublic), [&](const char* p) { return path == p; });
@@ -107,11 +125,28 @@ int check_body_framing(const httplib::Request& req, size_t max_body, std::string
 
 // CORS: the Origin echoed back for any origin without credentials by default; with --cors-origins only
 // for the listed ones, and with credentials only for an origin listed by name (not by `*`).
+// llama-server's `--cors-origins localhost`: an origin whose host is localhost, 127.0.0.1 or [::1], any
+// scheme and port ("http://localhost:8080"; not "http://localhost.evil.com").
+bool is_localhost_origin(const std::string& origin) {
+    const size_t scheme = origin.find("://");
+    if (scheme == std::string::npos) return false;
+    std::string host = origin.substr(scheme + 3);
+    host = host.substr(0, host.find('/'));
+    if (!host.empty() && host[0] == '[') {
+        const size_t close = host.find(']');
+        if (close == std::string::npos || (close + 1 < host.size() && host[close + 1] != ':')) return false;
+        return host.substr(0, close + 1) == "[::1]";
+    }
+    host = host.substr(0, host.find(':'));
+    return host == "localhost" || host == "127.0.0.1";
+}
+
 void set_cors_headers(const ServerParams& p, const httplib::Request& req, httplib::Response& res, bool preflight) {
     if (!req.has_header("Origin")) return;
     const std::string origin = req.get_header_value("Origin");
     const auto& list = p.cors_origins;
-    const bool named = std::find(list.begin(), list.end(), origin) != list.end();
+    const bool local = std::find(list.begin(), list.end(), "localhost") != list.end() && is_localhost_origin(origin);
+    const bool named = local || std::find(list.begin(), list.end(), origin) != list.end();
     const bool any = list.empty() || std::find(list.begin(), list.end(), "*") != list.end();
     if (!named && !any) return;
     res.set_header("Access-Control-Allow-Origin", origin);
@@ -251,7 +286,10 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
         const size_t slash = p.model_path.find_last_of('/');
         p.alias = slash == std::string::npos ? p.model_path : p.model_path.substr(slash + 1);
     }
-    ctx.model_name = p.alias;
+    ctx.model_aliases = sorted_list(p.alias);
+    ctx.model_tags = sorted_list(p.tags);
+    if (ctx.model_aliases.empty()) fail("-a/--alias '%s': give at least one name", p.alias.c_str());
+    ctx.model_name = ctx.model_aliases.front();
     if (!p.slot_save_path.empty()) {  // as llama-server: the directory is created if missing
         std::error_code ec;
         std::filesystem::create_directories(p.slot_save_path, ec);

@@ -320,6 +320,11 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     g.n_predict = parse_n_predict(body, ctx);
     g.stop = parse_stop(body);
     g.ignore_eos = get_bool(body, "ignore_eos", ctx.params.ignore_eos);
+    if (g.ignore_eos) {  // as llama-server: every end-of-generation token is banned (a -inf logit bias)
+        const Tokenizer& tok = ctx.tokenizer();
+        for (int32_t id = 0; id < tok.n_vocab(); id++)
+            if (tok.is_eog(id)) s.logit_bias.emplace_back(id, -std::numeric_limits<float>::infinity());
+    }
     g.special = ctx.params.special;
     g.cache_prompt = get_bool(body, "cache_prompt", ctx.params.cache_prompt);
     g.n_cache_reuse = (int32_t)get_int(body, "n_cache_reuse", ctx.params.n_cache_reuse, 0, INT32_MAX);

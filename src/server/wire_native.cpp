@@ -60,6 +60,8 @@ std::vector<int32_t> infill_prompt(const Json& body, const ServerContext& ctx) {
         if (!it->is_array()) bad_request("'input_extra' must be an array of {\"filename\", \"text\"} objects");
         for (const Json& chunk : *it) {
             if (!chunk.is_object()) bad_request("'input_extra' must be an array of {\"filename\", \"text\"} objects");
+            if (!chunk.contains("text") || !chunk["text"].is_string())  // as llama-server: text is required
+                bad_request("each 'input_extra' chunk needs a \"text\" string (\"filename\" is optional)");
             const std::string name = string_field(chunk, "filename");
             if (fim.sep >= 0) {
                 extra.push_back(fim.sep);

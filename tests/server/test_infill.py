@@ -64,6 +64,8 @@ def test_errors(coder, server):
     code, _, j = server.post("/infill", BODY)  # SmolLM2 has no FIM tokens
     assert code == 501 and j["error"]["type"] == "not_supported_error" and "Infill" in j["error"]["message"]
     for bad, key in (({"input_prefix": 3}, "input_prefix"), ({"input_extra": "x"}, "input_extra"),
-                     ({"input_extra": [{"text": 1}]}, "text")):
+                     ({"input_extra": [{"text": 1}]}, "text"), ({"input_extra": [{}]}, "text"),
+                     ({"input_extra": [{"filename": "ok"}]}, "text"),  # as llama-server: text is required
+                     ({"input_extra": [{"filename": 1, "text": "x"}]}, "filename")):
         code, _, j = coder.post("/infill", {**BODY, **bad})
         assert code == 400 and key in j["error"]["message"], (bad, j)

@@ -192,5 +192,16 @@ TEST(JsonSchemaArrays, PrefixItems) {
               std::string::npos);
 }
 
+// "items" given as a list: llama.cpp's reading of the older tuple form, exactly those elements in order.
+TEST(JsonSchemaArrays, ItemsListIsATuple) {
+    const std::string tuple = R"({"type": "array", "items": [{"type": "integer"}, {"type": "string"}]})";
+    EXPECT_TRUE(schema_matches(tuple, R"([-3000, "a"])"));
+    EXPECT_FALSE(schema_matches(tuple, "[-3000]"));
+    EXPECT_FALSE(schema_matches(tuple, R"(["a", 1])"));
+    EXPECT_FALSE(schema_matches(tuple, R"([1, "a", 2])"));
+    EXPECT_TRUE(schema_matches(R"({"items": [{"type": "integer"}]})", "[ 7 ]"));
+    EXPECT_FALSE(schema_matches(R"({"items": [{"type": "integer"}]})", "[]"));
+}
+
 }  // namespace
 }  // namespace bee
