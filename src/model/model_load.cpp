@@ -31,7 +31,8 @@ static void repack_weight_in_place(ModelWeights& w, Weight& m) {
 
 static void repack_weights(ModelWeights& w) {
     for (LayerWeights& L : w.layers)
-        for (Weight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
+        for (Weight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down, &L.wqkv, &L.wgate,
+                          &L.ssm_beta, &L.ssm_alpha, &L.ssm_out})
             repack_weight_in_place(w, *m);
     repack_weight_in_place(w, w.output);
 }

@@ -28,6 +28,15 @@ struct LayerWeights {
     Weight ffn_gate, ffn_up;  // (n_ff, n_embd)
     Weight ffn_down;          // (n_embd, n_ff)
     Weight post_ffn_norm;     // (n_embd) gemma
+    // Gated DeltaNet layers (qwen35, HParams::ssm): conv_ch = (2 H_k + H_v) d, d_inner = H_v d.
+    Weight wqkv;                       // (conv_ch, n_embd) attn_qkv: q | k | v, before the conv
+    Weight wgate;                      // (d_inner, n_embd) attn_gate: z, the output gate
+    Weight ssm_beta, ssm_alpha;        // (H_v, n_embd)
+    Weight ssm_dt;                     // (H_v) ssm_dt.bias
+    Weight ssm_a;                      // (H_v) -exp(A_log)
+    Weight ssm_norm;                   // (d) the gated RMSNorm's weight (stored without +1)
+    Weight ssm_out;                    // (n_embd, d_inner)
+    const float* conv_taps = nullptr;  // (d_conv, conv_ch) ssm_conv1d as f32, tap-major (ModelWeights::owned_f32)
 };
 
 struct ModelWeights {
@@ -39,7 +48,8 @@ struct ModelWeights {
     // cls_out (n_cls_out, n_cls, or n_embd without cls) + cls_out_b (n_cls_out).
     Weight cls, cls_b, cls_out, cls_out_b;
     std::vector<LayerWeights> layers;
-    std::vector<AlignedBytes> repacked;  // owns the data of every weight whose layout is not gguf
+    std::vector<AlignedBytes> repacked;         // owns the data of every weight whose layout is not gguf
+    std::vector<std::vector<float>> owned_f32;  // float copies made at load (conv_taps)
 };
 
 }  // namespace bee

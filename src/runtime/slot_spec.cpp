@@ -34,6 +34,7 @@ bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed) {
     lim.p_min_override = gp.spec.p_min;
     lim.target_temp = gp.sampling.temp;
     lim.timed = timed;
+    lim.chains_only = chains_only;
     spec_->draft(cache, last_, lim);
     step_row0 = spec_->add_to_batch(b, last_, pos, id_);
     step_rows = 1 + spec_->tree().size();

@@ -89,6 +89,7 @@ const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t 
         stats_.drafters[i].n_draft++;
         stats_.drafters[i].ms_draft += time_ms() - t0;
         if (tree_.max_depth() > depth_) tree_.truncate_depth(depth_);
+        if (lim.chains_only && !tree_.is_chain()) tree_.keep_first_branch();
         tree_.truncate_size(lim.n_nodes);
         if (!tree_.empty() && tree_.max_depth() < std::max(n_min, 1)) tree_.clear();  // too short to pay
         if (!tree_.empty()) winner_ = (int)i;

@@ -54,6 +54,9 @@ struct DraftLimits {
     float p_min_override = -1;  // per-request speculative.p_min (>= 0: replaces --spec-draft-p-min)
     float target_temp = 0;      // the target sampler's temperature (--spec-draft-temp auto)
     bool timed = true;          // false: this cycle shares its decode with other sequences (no timing data)
+    // The target's memory follows one path (recurrent layers, SeqMemory::can_decode_trees): a tree draft is
+    // cut to its first branch.
+    bool chains_only = false;
 };
 
 class Speculator {
