@@ -33,4 +33,12 @@ void gdn_step(float* M, int dk, int dv, const float* q, const float* k, const fl
     ref::gdn_step(M, dk, dv, q, k, v, g, beta, scale, o);
 }
 
+void gdn_steps(float* M, int dk, int dv, const GdnTokens& t, float scale) {
+    if (cpu_isa() >= Isa::avx512) return avx512_ops::gdn_steps(M, dk, dv, t, scale);
+    if (cpu_isa() >= Isa::avx2) return avx2_ops::gdn_steps(M, dk, dv, t, scale);
+    for (int i = 0; i < t.n; i++)
+        ref::gdn_step(M, dk, dv, t.q + i * t.qk_stride, t.k + i * t.qk_stride, t.v + i * t.v_stride,
+                      t.g[i * t.gb_stride], t.beta[i * t.gb_stride], scale, t.o + i * t.o_stride);
+}
+
 }  // namespace bee

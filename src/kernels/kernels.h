@@ -95,6 +95,17 @@ void conv1d_step(float* state, const float* taps, int k, int64_t ld, const float
 // M[j][i] = δ·k[i] + e·M[j][i]; o[j] = scale · Σ_i M[j][i]·q[i]. Rows are independent.
 void gdn_step(float* M, int dk, int dv, const float* q, const float* k, const float* v, float g, float beta,
               float scale, float* o);
+// n tokens of one sequence through gdn_step, in order: token t reads q + t·qk_stride, k + t·qk_stride,
+// v + t·v_stride, g[t·gb_stride], beta[t·gb_stride] and writes dv outputs at o + t·o_stride. The same bits as
+// n calls of gdn_step. note: rows are independent, so 128-wide heads take each row through a chunk of
+// tokens while it sits in registers: the state crosses the cache once per chunk, not once per token.
+struct GdnTokens {
+    int n = 0;
+    const float *q = nullptr, *k = nullptr, *v = nullptr, *g = nullptr, *beta = nullptr;
+    int64_t qk_stride = 0, v_stride = 0, gb_stride = 0, o_stride = 0;
+    float* o = nullptr;
+};
+void gdn_steps(float* M, int dk, int dv, const GdnTokens& t, float scale);
 
 // Attention of a batch of query rows over KV cells of one layer.
 // The caller (model/ with kv/) gives, per query row, the cells it may see, in a fixed order

@@ -33,4 +33,21 @@ void gdn_head(const GdnShape& s, float* ssm, int h, const float* conv_row, float
     gdn_step(ssm + (int64_t)h * s.d * s.d, s.d, s.d, q, k, v, g, beta, 1.0f / sqrtf((float)s.d), o);
 }
 
+void gdn_head_tokens(const GdnShape& s, float* ssm, int h, int n, const float* conv, const float* g, const float* beta,
+                     int64_t gb_stride, float* o, int64_t o_stride) {
+    const int hk = h % s.n_k_heads;
+    GdnTokens t;
+    t.n = n;
+    t.q = conv + (int64_t)hk * s.d;
+    t.k = conv + (int64_t)(s.n_k_heads + hk) * s.d;
+    t.v = conv + (int64_t)2 * s.n_k_heads * s.d + (int64_t)h * s.d;
+    t.qk_stride = t.v_stride = s.conv_ch;
+    t.g = g;
+    t.beta = beta;
+    t.gb_stride = gb_stride;
+    t.o = o;
+    t.o_stride = o_stride;
+    gdn_steps(ssm + (int64_t)h * s.d * s.d, s.d, s.d, t, 1.0f / sqrtf((float)s.d));
+}
+
 }  // namespace bee

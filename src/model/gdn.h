@@ -30,5 +30,10 @@ void gdn_conv_finish(const GdnShape& s, float* out);
 // The delta-rule step of value head h for one token: its state (d, d) in ssm (H_v, d, d), its q and k from
 // key head h mod H_k of the finished conv row, v of head h; o gets the head's d outputs.
 void gdn_head(const GdnShape& s, float* ssm, int h, const float* conv_row, float g, float beta, float* o);
+// gdn_head over n consecutive tokens: finished conv rows conv (n, conv_ch); per token its decay g at
+// g + t·gb_stride and beta at beta + t·gb_stride; head h's outputs at o + t·o_stride. The same bits as n
+// gdn_head calls (kernels.h gdn_steps).
+void gdn_head_tokens(const GdnShape& s, float* ssm, int h, int n, const float* conv, const float* g, const float* beta,
+                     int64_t gb_stride, float* o, int64_t o_stride);
 
 }  // namespace bee

@@ -29,6 +29,10 @@ void gdn_step(float* M, int dk, int dv, const float* q, const float* k, const fl
     gdn_body::gdn_step<V8>(M, dk, dv, q, k, v, g, beta, scale, o);
 }
 
+void gdn_steps(float* M, int dk, int dv, const GdnTokens& t, float scale) {
+    gdn_body::gdn_steps<V8>(M, dk, dv, t, scale);
+}
+
 // x / (1 + exp(-g)), the tail through a masked load/store (every element takes the same instructions).
 void sigmoid_mul(float* x, const float* g, int64_t n) {
     const __m256 one = _mm256_set1_ps(1.0f), zero = _mm256_setzero_ps();

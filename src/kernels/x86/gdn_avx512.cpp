@@ -34,4 +34,8 @@ void gdn_step(float* M, int dk, int dv, const float* q, const float* k, const fl
     gdn_body::gdn_step<V16>(M, dk, dv, q, k, v, g, beta, scale, o);
 }
 
+void gdn_steps(float* M, int dk, int dv, const GdnTokens& t, float scale) {
+    gdn_body::gdn_steps<V16>(M, dk, dv, t, scale);
+}
+
 }  // namespace bee::avx512_ops

@@ -251,11 +251,18 @@ void gdn_layer(ForwardCtx& c, int il, const float* xn) {
         const SeqRows& g = groups[u / hv];
         const int h = u % hv;
         const int64_t dd = (int64_t)d * d;
-        for (int r : g.rows) {
-            if (c.pos[r] == rs.base_pos(g.seq))
-                memcpy(rs.base_ssm(g.seq, rl) + h * dd, rs.ssm(g.seq, rl) + h * dd, dd * sizeof(float));
-            gdn_head(sh, rs.ssm(g.seq, rl), h, conv + r * ch, gb[r * 2 * hv + h], gb[r * 2 * hv + hv + h],
-                     o + r * di + (int64_t)h * d);
+        float* ssm = rs.ssm(g.seq, rl);
+        // runs of consecutive batch rows go through the state together; a run ends before the checkpoint row
+        for (size_t i = 0; i < g.rows.size();) {
+            const int r0 = g.rows[i];
+            if (c.pos[r0] == rs.base_pos(g.seq))
+                memcpy(rs.base_ssm(g.seq, rl) + h * dd, ssm + h * dd, dd * sizeof(float));
+            size_t j = i + 1;
+            while (j < g.rows.size() && g.rows[j] == g.rows[j - 1] + 1 && c.pos[g.rows[j]] != rs.base_pos(g.seq)) j++;
+            const float* gr = gb + r0 * 2 * hv + h;
+            gdn_head_tokens(sh, ssm, h, (int)(j - i), conv + r0 * ch, gr, gr + hv, 2 * hv, o + r0 * di + (int64_t)h * d,
+                            di);
+            i = j;
         }
     });
     const float* wn = (const float*)L.ssm_norm.data;

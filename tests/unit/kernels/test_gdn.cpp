@@ -128,6 +128,42 @@ TEST(GdnStep, RowsAreIndependent) {  // one call over dv rows == dv calls of one
     }
 }
 
+// Several tokens in one call (rows kept in registers through a chunk) give the bits of one call per token,
+// with strided inputs, on every ISA and for 128-wide heads (the register path) and others.
+TEST(GdnSteps, SameBitsAsOneTokenAtATime) {
+    for (Isa isa : all_isas()) {
+        IsaScope scope(isa);
+        for (int d : {128, 40})
+            for (int n : {1, 5, 16, 37}) {
+                const int64_t qs = 3 * d + 5, vs = d + 3, gs = 2, os = d + 1;  // strides of the token rows
+                const std::vector<float> qk = random_floats((size_t)n * qs, 20 + n),
+                                         vv = random_floats((size_t)n * vs, 21);
+                std::vector<float> gb((size_t)n * gs);
+                for (int t = 0; t < n; t++) gb[(size_t)t * gs] = -0.1f * (float)(t % 7), gb[(size_t)t * gs + 1] = 0.3f;
+                std::vector<float> M = random_floats((size_t)d * d, 22, -0.2f, 0.2f), M1 = M;
+                std::vector<float> o((size_t)n * os, 0.0f), o1 = o;
+                GdnTokens t;
+                t.n = n;
+                t.q = qk.data();
+                t.k = qk.data() + d + 2;
+                t.v = vv.data();
+                t.g = gb.data();
+                t.beta = gb.data() + 1;
+                t.qk_stride = qs;
+                t.v_stride = vs;
+                t.gb_stride = gs;
+                t.o = o.data();
+                t.o_stride = os;
+                gdn_steps(M.data(), d, d, t, 0.125f);
+                for (int i = 0; i < n; i++)
+                    gdn_step(M1.data(), d, d, t.q + i * qs, t.k + i * qs, t.v + i * vs, gb[(size_t)i * gs],
+                             gb[(size_t)i * gs + 1], 0.125f, o1.data() + i * os);
+                EXPECT_EQ(0, memcmp(M.data(), M1.data(), M.size() * 4)) << isa_name(isa) << " d=" << d << " n=" << n;
+                EXPECT_EQ(0, memcmp(o.data(), o1.data(), o.size() * 4)) << isa_name(isa) << " d=" << d << " n=" << n;
+            }
+    }
+}
+
 TEST(L2Norm, MatchesDouble) {
     for (int64_t n : {1, 5, 16, 128}) {
         std::vector<float> x = random_floats(n, 11, -3, 3), y(n);
