@@ -45,24 +45,26 @@ int32_t RecurrentState::cut_point(int seq, int32_t p, int32_t end) const {
     return 0;
 }
 
-// note: the layers are independent, so each task replays one layer over every row; the per-token code is
-// the forward's (model/gdn.h), whatever thread runs it.
+// note: the layers are independent, so each task copies and replays one layer: the conv over every kept row,
+// then each value head through all of them at once (gdn_head_tokens, the forward's bits).
 void RecurrentState::replay(const Seq& s, int32_t n_rows, float* state) const {
-    memcpy(state, s.base.data(), (size_t)seq_floats() * sizeof(float));
-    if (n_rows <= 0) return;
     const GdnShape& sh = shape_;
+    const int64_t lf = layer_floats(), row_stride = (int64_t)n_layers() * sh.tape_floats();
     pool_.run(n_layers(), [&](int rl, int) {
-        std::vector<float> row((size_t)sh.conv_ch), o((size_t)sh.d);
-        float* conv = state + (int64_t)rl * layer_floats();
+        float* conv = state + (int64_t)rl * lf;
         float* ssm = conv + sh.conv_floats();
+        memcpy(conv, s.base.data() + (int64_t)rl * lf, (size_t)lf * sizeof(float));
+        if (n_rows <= 0) return;
+        std::vector<float> rows((size_t)n_rows * sh.conv_ch), o((size_t)n_rows * sh.d);
+        const float* t0 = s.tape.data() + (int64_t)rl * sh.tape_floats();  // row j at t0 + j * row_stride
         for (int32_t j = 0; j < n_rows; j++) {
-            const float* t = s.tape.data() + ((int64_t)j * n_layers() + rl) * sh.tape_floats();
-            gdn_conv(sh, conv, taps_[rl], t, row.data(), 0, sh.conv_ch);
-            gdn_conv_finish(sh, row.data());
-            const float* g = t + sh.conv_ch;
-            const float* beta = g + sh.n_v_heads;
-            for (int h = 0; h < sh.n_v_heads; h++) gdn_head(sh, ssm, h, row.data(), g[h], beta[h], o.data());
+            float* row = rows.data() + (int64_t)j * sh.conv_ch;
+            gdn_conv(sh, conv, taps_[rl], t0 + j * row_stride, row, 0, sh.conv_ch);
+            gdn_conv_finish(sh, row);
         }
+        const float* g = t0 + sh.conv_ch;
+        for (int h = 0; h < sh.n_v_heads; h++)
+            gdn_head_tokens(sh, ssm, h, n_rows, rows.data(), g + h, g + sh.n_v_heads + h, row_stride, o.data(), sh.d);
     });
 }
 
