@@ -17,6 +17,7 @@ RecurrentState::RecurrentState(const HParams& hp, const ModelWeights& w, int n_s
 }
 
 size_t RecurrentState::rollback_bytes() const {
+    if (n_keep_ == 0) return 0;
     return (size_t)(seq_floats() + (int64_t)n_keep_ * n_layers() * shape_.tape_floats()) * sizeof(float);
 }
 
