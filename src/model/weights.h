@@ -39,6 +39,18 @@ struct LayerWeights {
     const float* conv_taps = nullptr;  // (d_conv, conv_ch) ssm_conv1d as f32, tap-major (ModelWeights::owned_f32)
 };
 
+// One MTP (NextN) block stored after the trunk (qwen35; ../shared/specs/drafters.md §4.1, §8.3), run by
+// model/nextn.h. Optional parts left empty fall back to the trunk's output_norm, token_embd and output.
+struct NextnWeights {
+    Weight eh_proj;       // (n_embd, 2 n_embd): [enorm(embedding) ; hnorm(h)] -> n_embd
+    Weight enorm, hnorm;  // (n_embd)
+    Weight head_norm;     // (n_embd) nextn.shared_head_norm, optional
+    Weight embed;         // (n_vocab, n_embd) nextn.embed_tokens, optional
+    Weight head;          // (n_vocab, n_embd) nextn.shared_head_head, optional
+    LayerWeights block;   // a full-attention decoder layer of the architecture
+    explicit operator bool() const { return (bool)eh_proj; }
+};
+
 struct ModelWeights {
     Weight tok_embd;     // (n_vocab, n_embd)
     Weight output_norm;  // (n_embd)
@@ -48,6 +60,7 @@ struct ModelWeights {
     // cls_out (n_cls_out, n_cls, or n_embd without cls) + cls_out_b (n_cls_out).
     Weight cls, cls_b, cls_out, cls_out_b;
     std::vector<LayerWeights> layers;
+    NextnWeights nextn;                         // empty unless the model has an MTP block (HParams::n_nextn)
     std::vector<AlignedBytes> repacked;         // owns the data of every weight whose layout is not gguf
     std::vector<std::vector<float>> owned_f32;  // float copies made at load (conv_taps)
 };

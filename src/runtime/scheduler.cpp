@@ -31,6 +31,10 @@ Scheduler::Scheduler(Engine& engine, const SchedulerParams& params) : eng_(engin
             "--spec-suffix-tree %d: %s has recurrent layers, whose state follows one path, so a draft tree cannot "
             "be verified exactly; drop the flag (suffix then drafts chains)",
             params_.spec.suffix_tree_nodes, arch);
+    if (params_.spec.types.empty() && params_.spec.auto_mtp && engine.model().weights().nextn) {
+        params_.spec.types = {"draft-mtp"};
+        BEE_LOG_INFO("speculative: draft-mtp, the model's own MTP block (--spec-type none turns it off)");
+    }
     if (params_.spec.enabled()) spec_ = std::make_unique<SpecShared>(params_.spec, engine.model());
     for (int i = 0; i < params_.n_parallel; i++) {
         slots_.emplace_back(i, engine.model().tokenizer(), n_vocab, spec_.get());

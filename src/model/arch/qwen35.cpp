@@ -116,6 +116,33 @@ const float* bind_conv_taps(const GgufFile& f, const std::string& name, const Ss
     return w.owned_f32.back().data();
 }
 
+// blk.<n_layer>.*: the first MTP block, a full-attention layer with its input projection and head. Bound
+// only when the file has it whole; a model without one simply has no draft-mtp.
+void bind_nextn(const GgufFile& f, const HParams& hp, ModelWeights& w) {
+    const std::string p = "blk." + std::to_string(hp.n_layer) + ".";
+    if (hp.n_nextn < 1 || !f.find_tensor(p + "nextn.eh_proj.weight")) return;
+    const int64_t e = hp.n_embd, hd = hp.head_dim, nq = (int64_t)hp.n_head * hd, nkv = (int64_t)hp.n_head_kv * hd;
+    NextnWeights& n = w.nextn;
+    n.eh_proj = bind_weight(f, p + "nextn.eh_proj.weight", 2 * e, e);
+    n.enorm = bind_weight(f, p + "nextn.enorm.weight", e, 1);
+    n.hnorm = bind_weight(f, p + "nextn.hnorm.weight", e, 1);
+    n.head_norm = bind_weight(f, p + "nextn.shared_head_norm.weight", e, 1, false);
+    n.embed = bind_weight(f, p + "nextn.embed_tokens.weight", e, w.tok_embd.ne1, false);
+    n.head = bind_weight(f, p + "nextn.shared_head_head.weight", e, w.tok_embd.ne1, false);
+    LayerWeights& L = n.block;
+    L.attn_norm = bind_weight(f, p + "attn_norm.weight", e, 1);
+    L.ffn_norm = bind_weight(f, p + "post_attention_norm.weight", e, 1);
+    L.wq = bind_weight(f, p + "attn_q.weight", e, 2 * nq);
+    L.wk = bind_weight(f, p + "attn_k.weight", e, nkv);
+    L.wv = bind_weight(f, p + "attn_v.weight", e, nkv);
+    L.wo = bind_weight(f, p + "attn_output.weight", nq, e);
+    L.q_norm = bind_weight(f, p + "attn_q_norm.weight", hd, 1);
+    L.k_norm = bind_weight(f, p + "attn_k_norm.weight", hd, 1);
+    L.ffn_gate = bind_weight(f, p + "ffn_gate.weight", e, hp.n_ff);
+    L.ffn_up = bind_weight(f, p + "ffn_up.weight", e, hp.n_ff);
+    L.ffn_down = bind_weight(f, p + "ffn_down.weight", hp.n_ff, e);
+}
+
 void qwen35_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
     qwen35_hparams(f, hp);
     bind_common_weights(f, hp, w);
@@ -148,6 +175,7 @@ void qwen35_load(const GgufFile& f, HParams& hp, ModelWeights& w) {
             L.k_norm = bind_weight(f, p + "attn_k_norm.weight", hd, 1);
         }
     }
+    bind_nextn(f, hp, w);
 }
 
 const Weight kNone;

@@ -21,9 +21,11 @@ std::unique_ptr<Drafter> make_suffix(const DrafterEnv& env);
 std::unique_ptr<DrafterShared> make_suffix_shared(const SpecParams& params, const Model& target);
 std::unique_ptr<Drafter> make_draft_model(const DrafterEnv& env);
 std::unique_ptr<DrafterShared> make_draft_model_shared(const SpecParams& params, const Model& target);
+std::unique_ptr<Drafter> make_draft_mtp(const DrafterEnv& env);
+std::unique_ptr<DrafterShared> make_draft_mtp_shared(const SpecParams& params, const Model& target);
 
 struct DrafterKind;
 extern const DrafterKind kDrafterNgramSimple, kDrafterNgramMapK, kDrafterNgramMapK4v, kDrafterNgramMod,
-    kDrafterNgramCache, kDrafterCopyspec, kDrafterRecycle, kDrafterSuffix, kDrafterDraftModel;
+    kDrafterNgramCache, kDrafterCopyspec, kDrafterRecycle, kDrafterSuffix, kDrafterMtp, kDrafterDraftModel;
 
 }  // namespace bee

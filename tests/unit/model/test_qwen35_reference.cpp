@@ -11,12 +11,14 @@
 #include <vector>
 
 #include "model/engine.h"
+#include "model/nextn.h"
 #include "qwen35_test_util.h"
 
 namespace bee::test {
 namespace {
 
 const std::string kRefFile = std::string(BEE_SOURCE_DIR) + "/tests/reference/data/qwen35/tiny.ref.txt";
+const std::string kMtpFile = std::string(BEE_SOURCE_DIR) + "/tests/reference/data/qwen35/tiny.mtp.txt";
 // f32 weights on both sides, f16 K/V on both sides; what differs is float summation order (llama.cpp
 // prefills the Gated DeltaNet layers in chunks, Bee token by token) and rounding.
 constexpr double kLogitTol = 2e-3;
@@ -26,8 +28,8 @@ struct TopRow {
     std::vector<std::pair<int32_t, double>> top;  // best first
 };
 struct RefPrompt {
-    std::vector<int32_t> prompt, greedy;
-    std::vector<TopRow> tf, gen;
+    std::vector<int32_t> prompt, greedy;  // greedy: the MTP file's chain (g0 and the drafts)
+    std::vector<TopRow> tf, gen;          // gen: the MTP file's steps
 };
 struct Ref {
     long long bytes = 0;
@@ -56,8 +58,8 @@ TopRow read_top(std::istringstream& in) {
     return r;
 }
 
-Ref read_ref() {
-    std::ifstream f(kRefFile);
+Ref read_ref(const std::string& path = kRefFile) {
+    std::ifstream f(path);
     Ref ref;
     if (!f) return ref;
     std::string line;
@@ -68,8 +70,8 @@ Ref read_ref() {
         if (tag == "fingerprint") in >> ref.bytes >> ref.qkv_sum;
         else if (tag == "prompt") ref.prompts.push_back({read_ids(in), {}, {}, {}});
         else if (tag == "tf") ref.prompts.back().tf.push_back(read_top(in));
-        else if (tag == "gen") ref.prompts.back().gen.push_back(read_top(in));
-        else if (tag == "greedy") ref.prompts.back().greedy = read_ids(in);
+        else if (tag == "gen" || tag == "step") ref.prompts.back().gen.push_back(read_top(in));
+        else if (tag == "greedy" || tag == "chain") ref.prompts.back().greedy = read_ids(in);
     }
     return ref;
 }
@@ -156,6 +158,60 @@ TEST(Qwen35Reference, GreedyTokensMatchLlamaCppUpToANearTie) {
         }
     }
     EXPECT_GT(compared, 40);
+}
+
+// The MTP block (model/nextn.h) as llama.cpp's draft-mtp context runs it: catch-up rows over the prompt (token
+// k with the trunk's post-norm h of row k - 1), then a greedy chain from the target's argmax, each step fed
+// the head's own h. Logits of every step within the tolerance, the chain's tokens equal up to a near-tie.
+TEST(Qwen35Reference, MtpHeadMatchesLlamaCpp) {
+    const Model* m = qwen35_tiny();
+    if (!m) return;
+    const Ref ref = read_ref(kMtpFile);
+    ASSERT_FALSE(ref.prompts.empty()) << kMtpFile << " is missing or empty";
+    ASSERT_TRUE(same_model(*m, ref));
+    const int e = m->hparams().n_embd, nv = m->hparams().n_vocab;
+    int compared = 0;
+    for (size_t p = 0; p < ref.prompts.size(); p++) {
+        const RefPrompt& rp = ref.prompts[p];
+        const int n = (int)rp.prompt.size();
+        EngineParams ep;
+        ep.n_ctx = 256;
+        ep.n_threads = 2;
+        Engine eng(*m, ep);
+        Batch b;
+        for (int i = 0; i < n; i++) b.add(rp.prompt[i], i, 0, i == n - 1);
+        b.capture_layers = {m->hparams().n_layer};
+        DecodeOutput out;
+        eng.decode(b, out);
+        ASSERT_EQ(argmax(out.logits_at(0), nv), rp.greedy[0]) << "prompt " << p << ": the target's next token";
+        NextnHead head(*m, 256, 2);
+        std::vector<float> h((size_t)n * e), h_in((size_t)n * e, 0.0f), h_out((size_t)n * e), logits;
+        std::vector<int32_t> pos(n);
+        for (int i = 0; i < n; i++) {
+            head.trunk_h(out.hidden_for_row(i, 0), h.data() + (size_t)i * e);
+            if (i > 0) std::copy(h.begin() + (i - 1) * e, h.begin() + i * e, h_in.begin() + i * e);
+            pos[i] = i;
+        }
+        const std::vector<uint8_t> none(n, 0);
+        head.decode(rp.prompt.data(), pos.data(), h_in.data(), n, none.data(), h_out.data(), logits);
+        EXPECT_TRUE(logits.empty());
+        std::vector<float> cur(h.end() - e, h.end()), next((size_t)e);
+        int32_t tok = rp.greedy[0];
+        for (size_t i = 0; i < rp.gen.size(); i++) {
+            const int32_t at = n + (int32_t)i;
+            const uint8_t want = 1;
+            logits.clear();
+            head.decode(&tok, &at, cur.data(), 1, &want, next.data(), logits);
+            check_row(logits.data(), rp.gen[i], "prompt " + std::to_string(p) + " MTP step " + std::to_string(i));
+            const TopRow& g = rp.gen[i];
+            if (g.top[0].second - g.top[1].second < kTieGap) break;
+            tok = argmax(logits.data(), nv);
+            ASSERT_EQ(tok, rp.greedy[i + 1]) << "prompt " << p << ", MTP step " << i;
+            compared++;
+            cur.swap(next);
+        }
+    }
+    EXPECT_GT(compared, 10);
 }
 
 }  // namespace

@@ -109,8 +109,13 @@ TEST_F(Qwen35Runtime, SpeculationGivesTheSameTokens) {
     start(1);
     std::vector<Result> plain;
     for (const auto& p : ps) plain.push_back(run(p, 40));
-    for (const std::vector<std::string>& types :
-         {std::vector<std::string>{"draft"}, {"ngram-mod"}, {"suffix"}, {"recycle"}, {"ngram-simple", "suffix"}}) {
+    for (const std::vector<std::string>& types : {std::vector<std::string>{"draft"},
+                                                  {"ngram-mod"},
+                                                  {"suffix"},
+                                                  {"recycle"},
+                                                  {"ngram-simple", "suffix"},
+                                                  {"draft-mtp"},
+                                                  {"ngram-mod", "draft-mtp"}}) {
         start(1, types);
         int64_t drafted = 0, accepted = 0;
         for (size_t i = 0; i < ps.size(); i++) {
@@ -122,6 +127,9 @@ TEST_F(Qwen35Runtime, SpeculationGivesTheSameTokens) {
         if (types[0] == "draft") {  // random weights: only the model itself predicts them
             EXPECT_GT(accepted, 20);
             EXPECT_GT(drafted, accepted) << "no draft was rejected: the rollback did not run";
+        }
+        if (types.back() == "draft-mtp") {
+            EXPECT_GT(drafted, 30) << "the MTP head drafted nothing";
         }
     }
 }
@@ -145,6 +153,35 @@ TEST_F(Qwen35Runtime, FourSlotsWithSpeculation) {
     }
     EXPECT_GT(accepted, 0);
     EXPECT_GT(drafted, accepted);
+}
+
+// The MTP block drafting for 4 slots that share batches (each slot's head follows its own sequence), and
+// chosen by itself when no type is given (auto_mtp, as the command line sets it without --spec-type).
+TEST_F(Qwen35Runtime, MtpFourSlotsAndAutoSelection) {
+    const auto ps = prompts();
+    start(1);
+    std::vector<Result> plain;
+    for (const auto& p : ps) plain.push_back(run(p, 24));
+    start(4, {"draft-mtp", "ngram-mod"});
+    std::vector<std::shared_ptr<Task>> tasks;
+    for (size_t i = 0; i < 4; i++) tasks.push_back(submit(ps[i % ps.size()], 24));
+    int64_t drafted = 0;
+    for (size_t i = 0; i < 4; i++) {
+        const Result r = wait(*tasks[i]);
+        EXPECT_EQ(r.tokens, plain[i % ps.size()].tokens) << "slot task " << i;
+        drafted += r.fin.draft_n;
+    }
+    EXPECT_GT(drafted, 0);
+    sched_.reset();
+    SchedulerParams sp;
+    sp.n_parallel = 1;
+    sp.spec.auto_mtp = true;  // no types: the scheduler adds draft-mtp for a model with an MTP block
+    sp.spec.draft_n_ctx = 1024;
+    sp.spec.draft_n_threads = 2;
+    sched_ = std::make_unique<Scheduler>(*eng_, sp);
+    const Result r = run(ps[2], 24);
+    EXPECT_EQ(r.tokens, plain[2].tokens);
+    EXPECT_GT(r.fin.draft_n, 0);
 }
 
 // A second prompt sharing a prefix: the memory keeps what it can cut exactly, the rest is decoded again,
