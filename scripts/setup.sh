@@ -3,6 +3,7 @@
 #   scripts/setup.sh deps     Debian packages + Python test tools (idempotent, quiet when all present)
 #   scripts/setup.sh models   SmolLM2-135M-Instruct Q4_1 and Gemma 3 270M Q4_K_M into models/
 #   scripts/setup.sh perplexity-data   the evaluation text of `bee perplexity` into models/bible-kjv.txt
+#   scripts/setup.sh train-drafter     PyTorch (CPU) for tools/train-drafter (optional: `make test` does not need it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,10 +96,20 @@ perplexity_data() {
     mv "$out.part" "$out"
 }
 
+# PyTorch for tools/train-drafter only: the CPU build from PyTorch's own index if it is reachable, else PyPI's torch.
+train_drafter() {
+    python3 -c "import torch" 2>/dev/null && return 0
+    echo "setup: installing PyTorch (CPU) for tools/train-drafter"
+    python3 -m pip install -q torch --index-url https://download.pytorch.org/whl/cpu 2>/dev/null \
+        || python3 -m pip install -q torch \
+        || { echo "setup: pip install torch failed: is PyPI reachable?" >&2; exit 1; }
+}
+
 case "${1:-all}" in
     deps) deps ;;
     models) models ;;
     perplexity-data) perplexity_data ;;
+    train-drafter) train_drafter ;;
     all) deps; models ;;
-    *) echo "usage: scripts/setup.sh [deps|models|perplexity-data|all]" >&2; exit 2 ;;
+    *) echo "usage: scripts/setup.sh [deps|models|perplexity-data|train-drafter|all]" >&2; exit 2 ;;
 esac

@@ -93,6 +93,13 @@ void ArgParser::f32(const char* names, float* out, const char* help, float lo, f
     });
 }
 
+void ArgParser::custom_pair(const char* names, const char* meta, const char* help,
+                            std::function<bool(const std::string&, const char*)> fn) {
+    Opt o{split_names(names), true, meta, help, nullptr};
+    o.set_pair = std::move(fn);
+    opts_.push_back(std::move(o));
+}
+
 void ArgParser::action(const char* names, const char* help, std::function<void()> fn) {
     opts_.push_back({split_names(names), false, "", help, [fn = std::move(fn)](const std::string&) { fn(); }});
 }
@@ -123,11 +130,23 @@ void ArgParser::exit_with(const char* names, const char* help, std::string text)
                      Kind::exit});
 }
 
+// A command's own option wins over a llama.cpp compatibility row of the same name (bench's -r is
+// --repetitions, llama-cli's is --reverse-prompt), whatever the order they were added in.
 const ArgParser::Opt* ArgParser::find(const std::string& name) const {
+    const Opt* compat = nullptr;
     for (const Opt& o : opts_)
         for (const std::string& n : o.names)
-            if (n == name) return &o;
-    return nullptr;
+            if (n == name) {
+                if (o.kind != Kind::ignored && o.kind != Kind::refused) return &o;
+                if (!compat) compat = &o;
+            }
+    return compat;
+}
+
+bool ArgParser::has(const std::string& name, bool* takes_value) const {
+    const Opt* o = find(name);
+    if (o && takes_value) *takes_value = o->takes_value;
+    return o != nullptr;
 }
 
 bool ArgParser::parse(int argc, char** argv) {
@@ -152,7 +171,11 @@ bool ArgParser::parse(int argc, char** argv) {
                 if (i + 1 >= argc) fail("option %s needs a value (%s)", a.c_str(), o->meta.c_str());
                 value = argv[++i];
             }
-            o->set(value);
+            if (o->set_pair) {
+                if (o->set_pair(value, !has_inline && i + 1 < argc ? argv[i + 1] : nullptr)) i++;
+            } else {
+                o->set(value);
+            }
             if (exit_) {
                 fputs(exit_text_.c_str(), stdout);
                 return false;
@@ -171,7 +194,11 @@ std::string ArgParser::usage() const {
     std::string ignored, refused;
     for (const Opt& o : opts_) {
         if (o.kind == Kind::ignored || o.kind == Kind::refused) {
-            (o.kind == Kind::ignored ? ignored : refused) += " " + o.names[0];
+            for (const std::string& n : o.names)  // the first name no own option of the command takes
+                if (find(n) == &o) {
+                    (o.kind == Kind::ignored ? ignored : refused) += " " + n;
+                    break;
+                }
             continue;
         }
         std::string left;
@@ -212,13 +239,9 @@ void add_log_options(ArgParser& p) {
     p.action("--no-log-timestamps", "no time on log lines (the default)", [] { log_set_timestamps(false); });
 }
 
-// --rope-scaling none|linear (yarn is refused: Bee has no YaRN, the model would be run unscaled).
+// --rope-scaling none|linear|yarn
 static std::string parse_rope_scaling(const std::string& v) {
-    if (v == "none" || v == "linear") return v;
-    if (v == "yarn")
-        fail(
-            "--rope-scaling yarn is not supported: Bee implements linear rope scaling only, and running the model "
-            "without YaRN would give wrong output past its trained context");
+    if (v == "none" || v == "linear" || v == "yarn") return v;
     fail("invalid value '%s' for --rope-scaling: expected none, linear or yarn", v.c_str());
 }
 
@@ -230,9 +253,9 @@ static void add_load_options(ArgParser& p, ModelOptions& o) {
              [&l](const std::string& v) {
                  for (GgufOverride& ov : parse_gguf_overrides(v)) l.kv_overrides.push_back(std::move(ov));
              });
-    p.custom("--rope-scaling", "none|linear", "rope frequency scaling [the model's]",
+    p.custom("--rope-scaling", "none|linear|yarn", "rope frequency scaling [the model's]",
              [&l](const std::string& v) { l.rope_scaling = parse_rope_scaling(v); });
-    p.custom("--rope-scale", "N", "rope context scaling factor: linear scaling by N [the model's]",
+    p.custom("--rope-scale", "N", "rope context scaling factor: scaling by N [the model's]",
              [&l](const std::string& v) {
                  float n = 0;
                  if (sscanf(v.c_str(), "%f", &n) != 1 || !(n > 0))
@@ -242,11 +265,49 @@ static void add_load_options(ArgParser& p, ModelOptions& o) {
     p.f32("--rope-freq-base", &l.rope_freq_base, "rope base frequency [the model's]", 0.0f, 1e12f);
     p.f32("--rope-freq-scale", &l.rope_freq_scale, "rope frequency scale: linear scaling by 1/N [the model's]", 0.0f,
           1e6f);
-    for (const char* yarn :
-         {"--yarn-orig-ctx", "--yarn-ext-factor", "--yarn-attn-factor", "--yarn-beta-slow", "--yarn-beta-fast"})
-        p.ignored(yarn, 1, "they apply to YaRN rope scaling, which Bee does not implement (YaRN models are refused)");
+    p.i32("--yarn-orig-ctx", &l.yarn_orig_ctx, "YaRN: the model's trained context (0: the model's) [0]", 0, 1 << 24);
+    p.f32("--yarn-ext-factor", &l.yarn_ext_factor,
+          "YaRN: extrapolation mix, 0 = pure interpolation (-1: 1 for yarn models) [-1]", -1, 100);
+    p.f32("--yarn-attn-factor", &l.yarn_attn_factor,
+          "YaRN: magnitude of the rotation before its 1 + 0.1 ln(scale) (-1: from the scale) [-1]", -1, 100);
+    p.f32("--yarn-beta-slow", &l.yarn_beta_slow, "YaRN: high correction dim, in rotations (-1: 1) [-1]", -1, 1e6f);
+    p.f32("--yarn-beta-fast", &l.yarn_beta_fast, "YaRN: low correction dim, in rotations (-1: 32) [-1]", -1, 1e6f);
     p.flag("--check-tensors", &l.check_tensors, "check every tensor value is finite before loading (slower start)");
     p.flag("--mlock", &o.mlock, "lock the loaded model in RAM (no swapping)");
+}
+
+// A whole-string float, or false.
+static bool parse_float(const std::string& v, float* out) {
+    char* end = nullptr;
+    errno = 0;
+    *out = strtof(v.c_str(), &end);
+    return !v.empty() && *end == 0 && errno == 0 && std::isfinite(*out);
+}
+
+// llama.cpp's LoRA flags: --lora FILE[,FILE...] (scale 1), --lora-scaled FILE SCALE or FILE:SCALE[,...].
+static void add_lora_options(ArgParser& p, ModelOptions& o) {
+    p.custom("--lora", "FILE", "LoRA adapter applied at scale 1 (repeatable; FILE,FILE,... for several)",
+             [&o](const std::string& v) {
+                 for (const std::string& f : split_names(v.c_str())) o.lora.push_back({f, 1.0f});
+             });
+    p.custom_pair("--lora-scaled", "FILE SCALE",
+                  "LoRA adapter applied at SCALE (repeatable; also llama.cpp's FILE:SCALE,FILE:SCALE,...)",
+                  [&o](const std::string& v, const char* next) {
+                      float scale = 0;
+                      if (next && parse_float(next, &scale)) {
+                          o.lora.push_back({v, scale});
+                          return true;
+                      }
+                      for (const std::string& item : split_names(v.c_str())) {
+                          const size_t colon = item.rfind(':');
+                          if (colon == std::string::npos || !parse_float(item.substr(colon + 1), &scale))
+                              fail("--lora-scaled %s: expected FILE SCALE, or FILE:SCALE[,FILE:SCALE...]", v.c_str());
+                          o.lora.push_back({item.substr(0, colon), scale});
+                      }
+                      return false;
+                  });
+    p.flag("--lora-init-without-apply", &o.lora_init_without_apply,
+           "load the LoRA adapters with scale 0 (set scales later: POST /lora-adapters, or per request)");
 }
 
 void add_model_options(ArgParser& p, ModelOptions& o) {
@@ -268,6 +329,7 @@ void add_model_options(ArgParser& p, ModelOptions& o) {
              "keep turbo V at q8_0 on the first and last N layers (auto: 2 on models of 16+ layers; 0: none) [auto]",
              [&o](const std::string& v) { o.kv_boundary_layers = kv_boundary_from_name(v, "--kv-boundary-layers"); });
     add_load_options(p, o);
+    add_lora_options(p, o);
     add_device_options(p, o.offload);
     add_log_options(p);
     add_compat_options(p, kCompatModel);
@@ -392,6 +454,8 @@ EngineParams engine_params(const ModelOptions& o) {
     ep.kv_rotate = o.kv_rotate;
     ep.kv_boundary_layers = o.kv_boundary_layers;
     ep.offload = o.offload;
+    ep.lora = o.lora;
+    ep.lora_init_without_apply = o.lora_init_without_apply;
     return ep;
 }
 

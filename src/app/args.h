@@ -25,6 +25,10 @@ public:
     void u64(const char* names, uint64_t* out, const char* help);
     void f32(const char* names, float* out, const char* help, float lo = -1e30f, float hi = 1e30f);
     void custom(const char* names, const char* meta, const char* help, std::function<void(const std::string&)> fn);
+    // A flag whose value may be followed by a second one: fn(value, next argument or nullptr) returns
+    // whether it took the next argument too (llama.cpp's --lora-scaled FILE SCALE).
+    void custom_pair(const char* names, const char* meta, const char* help,
+                     std::function<bool(const std::string&, const char*)> fn);
     // A flag without a value that runs fn.
     void action(const char* names, const char* help, std::function<void()> fn);
     // llama.cpp flags Bee takes without acting on them (n_values 0 or 1): parse() logs "<flag>: <note>"
@@ -40,6 +44,9 @@ public:
         pos_meta_ = meta;
     }
 
+    // Whether `name` ("-c", "--ctx-size") is a flag of this parser, and whether it takes a value.
+    bool has(const std::string& name, bool* takes_value) const;
+
     // Returns false if --help was given (usage printed to stdout). Throws Error on bad input.
     bool parse(int argc, char** argv);
     std::string usage() const;
@@ -52,6 +59,7 @@ private:
         std::string meta, help;
         std::function<void(const std::string&)> set;
         Kind kind = Kind::normal;
+        std::function<bool(const std::string&, const char*)> set_pair{};  // custom_pair: replaces `set`
     };
     const Opt* find(const std::string& name) const;
     std::string prog_, summary_;
@@ -78,6 +86,8 @@ struct ModelOptions {
     ModelLoadParams load;                          // --override-kv, --rope-*, --check-tensors
     bool mlock = false;                            // --mlock: lock the loaded model in RAM
     OffloadParams offload;                         // -ngl, -dev (app/args_device.h)
+    std::vector<LoraSpec> lora;                    // --lora, --lora-scaled (model/lora.h)
+    bool lora_init_without_apply = false;          // --lora-init-without-apply: every scale starts at 0
 };
 // Also registers the log options (-v, -lv, --log-*) and the llama.cpp model/device flags Bee accepts
 // or refuses (app/args_compat.h).

@@ -6,6 +6,7 @@
 
 #include "app/args_compat.h"
 #include "base/error.h"
+#include "base/log.h"
 #include "spec/registry.h"
 
 namespace bee {
@@ -57,6 +58,13 @@ void add_spec_options(ArgParser& p, SpecOptions& o) {
     p.i32("--spec-draft-n-min,--draft-min,--draft-n-min", &s.draft_n_min, "drop drafts shorter than this [0]", 0, 1024);
     p.f32("--spec-draft-p-min,--draft-p-min", &s.draft_p_min,
           "draft model: stop when its top probability is below this [0.0]", 0, 1);
+    p.i32("--spec-draft-top-k", &s.draft_top_k,
+          "tree drafts: candidates per depth (forced to 1 without --spec-branch-budget) [4]", 1, 64);
+    p.i32("--spec-branch-budget", &o.branch_budget,
+          "tree drafts: nodes beyond the main path, for drafters that build trees (draft-eagle3, dflash) [0: chains]",
+          0, 1024);
+    p.i32("--tree-budget", &o.tree_budget,
+          "legacy total tree size: --spec-branch-budget = max(0, N - --spec-draft-n-max) [0]", 0, 4096);
     p.custom("--spec-draft-temp", "0|T|auto",
              "draft model temperature: 0 greedy, T > 0 sampled (exact rejection "
              "sampling), auto = the target's [0]",
@@ -98,9 +106,12 @@ void finish_spec_options(SpecOptions& o, int n_ctx, int n_threads) {
     s.auto_mtp = !o.type_given;
     if (o.no_adaptive) s.depth.adaptive = false;
     if (!o.type_given)  // as llama.cpp's plain -md: a kind whose file is given is used without --spec-type
-        for (const DrafterKind& k : drafter_kinds())
-            if (k.file_flag && k.has_file(s) && std::find(s.types.begin(), s.types.end(), k.name) == s.types.end())
-                s.types.push_back(k.name);
+        for (const DrafterKind& k : drafter_kinds()) {
+            if (!k.file_flag || !k.has_file(s)) continue;
+            // -md FILE: the draft model, an EAGLE-3 head or a DFlash drafter, by the file's architecture
+            const char* name = k.file_arch ? drafter_kind_for_file(s.draft_model).name : k.name;
+            if (std::find(s.types.begin(), s.types.end(), name) == s.types.end()) s.types.push_back(name);
+        }
     for (const std::string& t : s.types) {  // kinds that load a file cannot start without it
         const DrafterKind* k = find_drafter_kind(t);
         if (k && k->file_flag && !k->has_file(s))
@@ -116,6 +127,14 @@ void finish_spec_options(SpecOptions& o, int n_ctx, int n_threads) {
     if (s.ngram_mod_n_min > s.ngram_mod_n_max)
         fail("--spec-ngram-mod-n-min (%d) must not exceed --spec-ngram-mod-n-max (%d)", s.ngram_mod_n_min,
              s.ngram_mod_n_max);
+    s.branch_budget = o.branch_budget;
+    if (o.tree_budget > 0 && o.branch_budget < 0) s.branch_budget = std::max(0, o.tree_budget - s.draft_n_max);
+    if (o.tree_budget > 0 && o.branch_budget >= 0)
+        BEE_LOG_WARN("--tree-budget %d is ignored: --spec-branch-budget %d is given", o.tree_budget, o.branch_budget);
+    if (s.branch_budget <= 0) {
+        s.branch_budget = 0;
+        s.draft_top_k = 1;  // chains
+    }
     s.draft_n_ctx = n_ctx;
     s.draft_n_threads = o.draft_threads > 0 ? o.draft_threads : n_threads;
 }

@@ -14,7 +14,9 @@ struct SpecOptions {
     bool spec_default = false;
     bool no_adaptive = false;
     bool type_given = false;
-    int32_t draft_threads = 0;  // -td (0: the target's -t)
+    int32_t draft_threads = 0;   // -td (0: the target's -t)
+    int32_t branch_budget = -1;  // --spec-branch-budget (-1: not given)
+    int32_t tree_budget = 0;     // --tree-budget (legacy total)
 };
 
 void add_spec_options(ArgParser& p, SpecOptions& o);

@@ -261,7 +261,7 @@ int cmd_bench_spec(int argc, char** argv) {
           "prompt set, JSON lines with a \"user\" field [bench/prompts/grounded.jsonl]");
     p.str("--types", &o.types, "LIST",
           "configurations separated by ';', each a --spec-type value "
-          "(default: every model-free type, plus draft with -md); none is always run first");
+          "(default: every model-free type, plus draft or draft-eagle3 with -md); none is always run first");
     p.i32("-n,--n-predict", &o.n_predict, "tokens to generate per prompt [128]", 1, 1 << 20);
     p.flag("--ignore-eos", &o.ignore_eos, "keep generating after end-of-generation tokens (every run is -n long)");
     p.i32("-r,--repetitions", &o.reps, "passes over the set (configurations alternate within each) [1]", 1, 1000);
@@ -294,8 +294,9 @@ int cmd_bench_spec(int argc, char** argv) {
                               o.cost_reps);
         std::vector<std::string> configs{"none"};
         if (o.types.empty()) {
+            const std::string& md = o.spec.params.draft_model;  // -md: the kind its file is for
             for (const DrafterKind& k : drafter_kinds())
-                if (std::string(k.name) != "draft" || !o.spec.params.draft_model.empty()) configs.push_back(k.name);
+                if (!k.file_arch || (!md.empty() && &drafter_kind_for_file(md) == &k)) configs.push_back(k.name);
         } else {
             std::stringstream ss(o.types);
             std::string c;

@@ -116,8 +116,8 @@ chat::Template load_template(const ChatOptions& o, const Model& model) {
         fail(
             "%s has no chat template (tokenizer.chat_template): pass --chat-template-file FILE or --chat-template NAME "
             "(%s)",
-            o.model.model.c_str(), chat::builtin_template_names());
-    return chat::Template::parse(src);
+            o.model.model.c_str(), chat::builtin_template_list().c_str());
+    return chat::Template::load(src);
 }
 
 }  // namespace
@@ -129,7 +129,8 @@ int cmd_chat(int argc, char** argv) {
     add_sampling_options(p, o.sampling);
     p.i32("-n,--n-predict", &o.n_predict, "most tokens per reply (-1: until end of turn) [-1]", -1, INT32_MAX);
     p.str("--chat-template-file", &o.template_file, "FILE", "Jinja chat template to use instead of the model's");
-    p.str("--chat-template", &o.template_name, "NAME", "built-in chat template: chatml or gemma");
+    p.str("--chat-template", &o.template_name, "NAME|JINJA",
+          "built-in chat template (llama.cpp's names: chatml, llama3, gemma, mistral-v7, ...) or Jinja source");
     p.str("--chat-template-kwargs", &o.kwargs_json, "JSON",
           "extra template variables, e.g. '{\"enable_thinking\":false}'");
     p.str("--system", &o.system, "TEXT", "system message");

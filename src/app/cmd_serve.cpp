@@ -16,6 +16,7 @@
 #include "chat/builtin_templates.h"
 #include "sample/grammar.h"
 #include "sample/json_schema.h"
+#include "server/model_router.h"
 #include "server/server.h"
 
 namespace bee {
@@ -35,6 +36,7 @@ struct ServeOptions {
     std::string reasoning_format = "auto", loop_guard = "force-close";
     std::string grammar, grammar_file, json_schema, json_schema_file;
     chat::Json reasoning_kwargs = chat::Json::object();  // --reasoning, --reasoning-effort, --reasoning-preserve
+    server::RouterParams router;                         // --models-dir, --models-preset, --models-max
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -131,7 +133,8 @@ void add_chat_options(ArgParser& p, ServeOptions& o) {
     server::ServerParams& s = o.srv;
     p.flag("--jinja", &o.jinja, "use Jinja chat templates (always on)");
     p.str("--chat-template", &o.chat_template, "NAME|JINJA",
-          "chat template: Jinja source or a built-in name (chatml, gemma) [from the model]");
+          "chat template: Jinja source or a built-in name (llama.cpp's: chatml, llama3, gemma, mistral-v7, ...; an "
+          "unknown name lists them) [from the model]");
     p.str("--chat-template-file", &o.chat_template_file, "FILE", "read the chat template from a file");
     p.str("--chat-template-kwargs", &o.chat_template_kwargs, "JSON",
           "extra template variables, e.g. {\"enable_thinking\":false}");
@@ -176,6 +179,40 @@ void add_request_default_options(ArgParser& p, ServeOptions& o) {
     p.str("-jf,--json-schema-file", &o.json_schema_file, "FILE", "read --json-schema from a file");
 }
 
+void add_router_options(ArgParser& p, ServeOptions& o) {
+    server::RouterParams& r = o.router;
+    p.str("--models-dir", &r.models_dir, "DIR",
+          "router mode (no -m): serve every .gguf in DIR (or DIR/NAME/*.gguf), each loaded on demand by the request's "
+          "model field");
+    p.str("--models-preset", &r.models_preset, "FILE",
+          "router mode: models and their flags from an INI file in llama-server's preset format");
+    p.i32("--models-max", &r.models_max,
+          "router mode: most models loaded at once, least recently used unloaded "
+          "first (0: no limit) [4]",
+          0, 1024);
+    p.action("--models-autoload", "router mode: a request for a model that is not loaded loads it (the default)",
+             [&r] { r.autoload = true; });
+    p.action("--no-models-autoload", "router mode: models load only by POST /models/load",
+             [&r] { r.autoload = false; });
+}
+
+// Every `bee serve` flag, on `p`, writing into `o`.
+void add_serve_options(ArgParser& p, ServeOptions& o) {
+    add_model_options(p, o.model);
+    add_sampling_options(p, o.srv.sampling);
+    add_spec_options(p, o.spec);
+    add_server_options(p, o);
+    add_slot_options(p, o);
+    add_chat_options(p, o);
+    add_request_default_options(p, o);
+    add_router_options(p, o);
+    add_compat_options(p, kCompatServer);
+}
+
+bool router_mode(const ServeOptions& o) {
+    return o.model.model.empty() && (!o.router.models_dir.empty() || !o.router.models_preset.empty());
+}
+
 // --grammar / --json-schema (or their files) as one GBNF text, checked now rather than per request.
 std::string default_grammar(const ServeOptions& o) {
     const int given =
@@ -197,8 +234,10 @@ std::string default_grammar(const ServeOptions& o) {
 // Turns the parsed flags into the server's parameters (files read, names checked).
 void finish_options(ServeOptions& o) {
     server::ServerParams& s = o.srv;
-    if (o.model.model.empty()) fail("no model given (use -m FILE)");
+    if (o.model.model.empty() && !router_mode(o))
+        fail("no model given (use -m FILE, or --models-dir DIR / --models-preset FILE for router mode)");
     s.model_path = o.model.model;
+    s.verbose = log_level() == LogLevel::debug;  // -v: every OpenAI reply carries __verbose, as in llama-server
     s.api_keys = split_commas(o.api_key);
     if (!o.api_key_file.empty()) {  // one key per line
         std::string text = read_file(o.api_key_file);
@@ -233,11 +272,86 @@ void finish_options(ServeOptions& o) {
         if (!s.chat_template_kwargs.contains(key)) s.chat_template_kwargs[key] = value;
     // Speculative decoding per slot; a draft model (-md) gets its own engine per slot, sized like a slot.
     const int32_t n_ctx_slot = s.sched.kv_unified ? o.model.n_ctx : o.model.n_ctx / std::max(1, s.sched.n_parallel);
-    finish_spec_options(o.spec, n_ctx_slot, o.model.n_threads);
+    if (!router_mode(o)) finish_spec_options(o.spec, n_ctx_slot, o.model.n_threads);
     s.sched.spec = o.spec.params;
     s.reasoning_format = server::parse_reasoning_format(o.reasoning_format, "--reasoning-format");
     s.loop_guard.mode = chat::parse_loop_guard_mode(o.loop_guard, "--reasoning-loop-guard");
     s.loop_guard.validate("--reasoning-loop-*");
+}
+
+// The engine settings of the slots and KV cache the options ask for.
+EngineParams serve_engine_params(const ServeOptions& o) {
+    EngineParams ep = engine_params(o.model);
+    ep.n_seq_max = o.srv.sched.n_parallel;
+    ep.kv_split = !o.srv.sched.kv_unified;  // a slot's cells stay contiguous
+    return ep;
+}
+
+// Router mode: one model's flags (from its sources and the router's command line) as its settings.
+server::ModelConfig parse_model_config(const std::vector<std::string>& args) {
+    ServeOptions o;
+    ArgParser p("bee serve", "");
+    add_serve_options(p, o);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    if (!p.parse((int)argv.size(), argv.data())) fail("--help is not a model flag");
+    finish_options(o);
+    return {o.srv, serve_engine_params(o)};
+}
+
+// The router's command line less the flags that are the router's own (the model list, the name a model
+// answers to, the keys): what every model gets on top of its preset.
+std::vector<std::string> model_base_args(const ArgParser& p, int argc, char** argv) {
+    static const char* kRouterOnly[] =
+        {"--models-dir", "--models-preset", "--models-max", "--models-autoload", "--no-models-autoload",
+         "-a",           "--alias",         "--api-key",    "--api-key-file"};
+    std::vector<std::string> out;
+    for (int i = 0; i < argc; i++) {
+        std::string a = argv[i];
+        const size_t eq = a.rfind("--", 0) == 0 ? a.find('=') : std::string::npos;
+        const std::string name = eq == std::string::npos ? a : a.substr(0, eq);
+        bool takes_value = false;
+        const bool known = p.has(name, &takes_value);
+        const bool value_next = known && takes_value && eq == std::string::npos && i + 1 < argc;
+        const bool router_only =
+            std::any_of(std::begin(kRouterOnly), std::end(kRouterOnly), [&](const char* r) { return name == r; });
+        if (!router_only) {
+            out.push_back(a);
+            if (value_next) out.push_back(argv[i + 1]);
+        }
+        if (value_next) i++;
+    }
+    return out;
+}
+
+// Router mode: the server answers at once; each model loads when first asked for (or at start-up).
+int serve_router(ServeOptions& o, const ArgParser& p, int argc, char** argv, const sigset_t& sigs) {
+    o.router.base_args = model_base_args(p, argc, argv);
+    server::ServerContext ctx;
+    ctx.params = o.srv;
+    ctx.created = (int64_t)time(nullptr);
+    ctx.ready = true;
+    try {
+        server::ModelRouter router(
+            o.router, [&p](const std::string& flag, bool* takes_value) { return p.has(flag, takes_value); },
+            parse_model_config);
+        server::HttpServer http(ctx, &router);
+        http.start();
+        if (o.model.mlock) lock_model_memory();
+        router.load_startup_models();
+        const server::ServerParams& s = ctx.params;
+        printf("router mode: listening on http://%s:%d\n", s.host.c_str(), s.port);
+        fflush(stdout);
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        BEE_LOG_INFO("signal %d: shutting down", sig);
+        router.shutdown();  // waiting handlers get their error and return
+        http.stop();
+        return 0;
+    } catch (const Error& e) {
+        fprintf(stderr, "error: %s\n", e.what());
+        return 1;
+    }
 }
 
 }  // namespace
@@ -245,14 +359,7 @@ void finish_options(ServeOptions& o) {
 int cmd_serve(int argc, char** argv) {
     ServeOptions o;
     ArgParser p("bee serve", "OpenAI-compatible HTTP server (llama-server flags).");
-    add_model_options(p, o.model);
-    add_sampling_options(p, o.srv.sampling);
-    add_spec_options(p, o.spec);
-    add_server_options(p, o);
-    add_slot_options(p, o);
-    add_chat_options(p, o);
-    add_request_default_options(p, o);
-    add_compat_options(p, kCompatServer);
+    add_serve_options(p, o);
     try {
         if (!p.parse(argc, argv)) return 0;
         finish_options(o);
@@ -260,6 +367,8 @@ int cmd_serve(int argc, char** argv) {
         fprintf(stderr, "error: %s\n", e.what());
         return 2;
     }
+    if (!o.model.model.empty() && (!o.router.models_dir.empty() || !o.router.models_preset.empty()))
+        BEE_LOG_WARN("-m given: serving that one model (--models-dir / --models-preset apply without -m)");
     // SIGINT/SIGTERM are taken by sigwait below; every thread started from here inherits the mask.
     sigset_t sigs;
     sigemptyset(&sigs);
@@ -267,6 +376,7 @@ int cmd_serve(int argc, char** argv) {
     sigaddset(&sigs, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+    if (router_mode(o)) return serve_router(o, p, argc, argv, sigs);
 
     server::ServerContext ctx;
     ctx.params = o.srv;
@@ -274,10 +384,7 @@ int cmd_serve(int argc, char** argv) {
     try {
         server::HttpServer http(ctx);
         http.start();  // answers 503 "Loading model" until the model is ready
-        EngineParams ep = engine_params(o.model);
-        ep.n_seq_max = ctx.params.sched.n_parallel;
-        ep.kv_split = !ctx.params.sched.kv_unified;  // a slot's cells stay contiguous
-        server::load_server_context(ctx, ep);
+        server::load_server_context(ctx, serve_engine_params(o));
         if (o.model.mlock) lock_model_memory();
         const server::ServerParams& s = ctx.params;
         printf("listening on http://%s:%d\nchat page: http://%s:%d/\n", s.host.c_str(), s.port, s.host.c_str(), s.port);

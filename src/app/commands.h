@@ -12,6 +12,7 @@ int cmd_bench(int argc, char** argv);
 int cmd_serve(int argc, char** argv);
 int cmd_perplexity(int argc, char** argv);
 int cmd_chat(int argc, char** argv);
-int cmd_devices(int argc, char** argv);  // also `bee --list-devices`
+int cmd_devices(int argc, char** argv);     // also `bee --list-devices`
+int cmd_train_data(int argc, char** argv);  // training data for tools/train-drafter (cmd_train_data.cpp)
 
 }  // namespace bee

@@ -22,6 +22,8 @@ const Command kCommands[] = {
     {"quantize", bee::cmd_quantize, "convert a GGUF model's weights: bee quantize IN OUT TYPE"},
     {"bench", bee::cmd_bench, "measure pp/tg speed like llama-bench, or memory bandwidth (--bandwidth)"},
     {"perplexity", bee::cmd_perplexity, "perplexity over a text file, KL divergence against a base run"},
+    {"train-data", bee::cmd_train_data,
+     "dump hidden states and top-k log-probs while answering prompts (drafter data)"},
     {"devices", bee::cmd_devices, "list the Vulkan devices (also: bee --list-devices)"},
 };
 

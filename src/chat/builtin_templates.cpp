@@ -1,51 +1,84 @@
-// chat/builtin_templates: the ChatML and Gemma turn formats, written as Jinja for the interpreter.
+// chat/builtin_templates: the table of built-in formats by name, OpenAI messages turned into their
+// (role, content) turns, and the template choice from --chat-template / --chat-template-file.
 #include "chat/builtin_templates.h"
+
+#include <algorithm>
 
 #include "base/error.h"
 #include "base/mapped_file.h"
 
 namespace bee::chat {
 
-namespace {
-
-// ChatML (<|im_start|>role\n...<|im_end|>), as used by SmolLM2, Qwen and many fine-tunes.
-constexpr const char* kChatml =
-    "{%- for message in messages -%}\n"
-    "{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' -}}\n"
-    "{%- endfor -%}\n"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}";
-
-// Gemma turns (<start_of_turn>user|model); a system message is prefixed to the first user turn.
-constexpr const char* kGemma =
-    "{{- bos_token -}}\n"
-    "{%- set ns = namespace(prefix='') -%}\n"
-    "{%- for message in messages -%}\n"
-    "{%- if message.role == 'system' -%}{%- set ns.prefix = message.content + '\\n\\n' -%}\n"
-    "{%- else -%}\n"
-    "{{- '<start_of_turn>' + ('model' if message.role == 'assistant' else message.role) + '\\n' + ns.prefix"
-    " + message.content | trim + '<end_of_turn>\\n' -}}{%- set ns.prefix = '' -%}\n"
-    "{%- endif -%}\n"
-    "{%- endfor -%}\n"
-    "{%- if add_generation_prompt -%}{{- '<start_of_turn>model\\n' -}}{%- endif -%}";
-
-}  // namespace
-
-const char* builtin_template(std::string_view name) {
-    if (name == "chatml") return kChatml;
-    if (name == "gemma") return kGemma;
+const builtin::Format* find_builtin(std::string_view name) {
+    for (auto group : {builtin::inst_formats(), builtin::tagged_formats(), builtin::prose_formats()})
+        for (const builtin::Format& f : group)
+            if (name == f.name) return &f;
     return nullptr;
 }
 
-const char* builtin_template_names() { return "chatml, gemma"; }
+std::vector<std::string> builtin_template_names() {
+    std::vector<std::string> names;
+    for (auto group : {builtin::inst_formats(), builtin::tagged_formats(), builtin::prose_formats()})
+        for (const builtin::Format& f : group) names.emplace_back(f.name);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+std::string builtin_template_list() {
+    std::string list;
+    for (const std::string& name : builtin_template_names()) list += (list.empty() ? "" : ", ") + name;
+    return list;
+}
+
+namespace {
+
+// A message's text as llama.cpp's string-only path has it: a string as is, null or missing as "", text
+// parts joined with "\n" (other part types are skipped).
+std::string message_text(const nlohmann::ordered_json& m, size_t i) {
+    auto c = m.find("content");
+    if (c == m.end() || c->is_null()) return "";
+    if (c->is_string()) return c->get<std::string>();
+    if (!c->is_array()) fail("messages[%zu].content must be a string, null or an array of parts", i);
+    std::string text;
+    for (const auto& part : *c) {
+        if (!part.is_object() || part.value("type", "") != "text") continue;
+        auto t = part.find("text");
+        if (t == part.end() || !t->is_string()) fail("messages[%zu].content: a text part needs a string 'text'", i);
+        if (!text.empty()) text += '\n';
+        text += t->get<std::string>();
+    }
+    return text;
+}
+
+}  // namespace
+
+std::string render_builtin(const builtin::Format& format, const nlohmann::ordered_json& messages,
+                           bool add_generation_prompt) {
+    if (!messages.is_array()) fail("chat template '%s': 'messages' must be an array", format.name);
+    builtin::Turns turns;
+    turns.reserve(messages.size());
+    for (size_t i = 0; i < messages.size(); i++) {
+        const auto& m = messages[i];
+        if (!m.is_object()) fail("messages[%zu] must be an object", i);
+        auto role = m.find("role");
+        if (role == m.end() || !role->is_string()) fail("messages[%zu].role must be a string", i);
+        turns.push_back({role->get<std::string>(), message_text(m, i)});
+    }
+    std::string out;
+    format.write(turns, add_generation_prompt, out);
+    return out;
+}
 
 std::string select_template(const std::string& file, const std::string& name_or_source,
                             const std::string& model_template) {
     if (!file.empty()) return read_file(file);
     if (name_or_source.empty()) return model_template;
-    if (const char* builtin = builtin_template(name_or_source)) return builtin;
+    if (find_builtin(name_or_source)) return name_or_source;
     if (name_or_source.find("{%") == std::string::npos && name_or_source.find("{{") == std::string::npos)
-        fail("--chat-template '%s': give Jinja source, a built-in name (%s), or --chat-template-file",
-             name_or_source.c_str(), builtin_template_names());
+        fail(
+            "--chat-template '%s' is neither a built-in template name nor Jinja source: give one of %s, Jinja "
+            "source, or --chat-template-file FILE",
+            name_or_source.c_str(), builtin_template_list().c_str());
     return name_or_source;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "chat/builtin_templates.h"
 #include "chat/jinja_ast.h"
 #include "chat/jinja_eval.h"
 
@@ -15,6 +16,7 @@ namespace bee::chat {
 
 struct Template::Impl {
     jinja::Body body;
+    const builtin::Format* builtin = nullptr;  // set: a built-in format instead of `body`
 };
 
 Template::Template(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -25,6 +27,14 @@ Template::~Template() = default;
 Template Template::parse(std::string_view source) {
     auto impl = std::make_unique<Impl>();
     impl->body = jinja::parse_template(source);
+    return Template(std::move(impl));
+}
+
+Template Template::load(std::string_view source) {
+    const builtin::Format* format = find_builtin(source);
+    if (!format) return parse(source);
+    auto impl = std::make_unique<Impl>();
+    impl->builtin = format;
     return Template(std::move(impl));
 }
 
@@ -76,6 +86,12 @@ void merge_object(Json& dst, const Json& src) {
 std::string Template::render(const Json& context, int64_t now_unix) const {
     if (!context.is_object()) fail("chat template: the render context must be a JSON object");
     check_input_size(context);
+    if (impl_->builtin) {
+        auto msgs = context.find("messages");
+        auto gen = context.find("add_generation_prompt");
+        return render_builtin(*impl_->builtin, msgs == context.end() ? Json::array() : *msgs,
+                              gen != context.end() && gen->is_boolean() && gen->get<bool>());
+    }
     jinja::RenderScope scope;  // owns every value the render creates, and bounds its work
     jinja::Renderer renderer(impl_->body, jinja::from_json(context), now_unix);
     return renderer.render();

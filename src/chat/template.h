@@ -14,11 +14,15 @@ using Json = nlohmann::ordered_json;
 
 class Template {
 public:
-    // Parses a template; throws bee::Error naming the line and column of a syntax error.
+    // Parses a Jinja template; throws bee::Error naming the line and column of a syntax error.
     static Template parse(std::string_view source);
+    // A built-in format by name (`llama3`, `gemma`, ...: chat/builtin_templates.h) if `source` is one,
+    // else parse(source): what select_template returns.
+    static Template load(std::string_view source);
 
-    // Renders with `context` (a JSON object) as the global variables. Throws bee::Error on a render
-    // error (unknown filter, raise_exception(...) from the template, type errors), with the message.
+    // Renders with `context` (a JSON object) as the global variables (a built-in format reads only
+    // `messages` and `add_generation_prompt`). Throws bee::Error on a render error (unknown filter,
+    // raise_exception(...) from the template, type errors), with the message.
     std::string render(const Json& context) const;
     // Same, with strftime_now() formatting `now_unix` (UTC) instead of the current time.
     std::string render(const Json& context, int64_t now_unix) const;

@@ -126,9 +126,7 @@ void Ops::rope_table(const int32_t* pos, int n_rows, const RopeArgs& a, float* c
         float theta = (float)pos[r];
         for (int i = 0; i < half; ++i) {
             const float ff = a.freq_factors ? a.freq_factors[i] : 1.0f;
-            const float th = a.freq_scale * (theta / ff);
-            row[2 * i] = cosf(th);
-            row[2 * i + 1] = sinf(th);
+            rope_cos_sin(theta / ff, a.freq_scale, a.yarn, i, &row[2 * i], &row[2 * i + 1]);
             theta *= theta_scale;
         }
     }

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "base/rope_yarn.h"
 #include "gguf/ggml_type.h"
 #include "gpu/buffer.h"
 
@@ -23,6 +24,7 @@ struct RopeArgs {
     float freq_scale = 1.0f;              // linear scaling: position multiplied by this
     bool neox = false;                    // false: pairs (2i, 2i+1); true: pairs (i, i + n_rot/2)
     const float* freq_factors = nullptr;  // host memory: n_rot/2 divisors of theta (rope_freqs), or none
+    RopeYarn yarn;                        // YaRN scaling (base/rope_yarn.h); default: none
 };
 
 // Buffers and shape of Ops::attention.

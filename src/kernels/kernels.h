@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/rope_yarn.h"
 #include "base/thread_pool.h"
 #include "gguf/ggml_type.h"
 #include "kernels/repack.h"
@@ -64,6 +65,7 @@ struct RopeParams {
     RopeMode mode = RopeMode::normal;
     const float* freq_factors = nullptr;  // optional rope_freqs, n_rot/2 divisors of theta (rope() caches
                                           // tables by this pointer: the values must not change)
+    RopeYarn yarn;                        // YaRN scaling (base/rope_yarn.h); default: none
 };
 // Rotates x (n_head, head_dim) in place for position pos.
 void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p);

@@ -25,9 +25,7 @@ void rope_table(int32_t pos, const RopeParams& p, float* cs) {
     float theta = (float)pos;
     for (int i = 0; i < p.n_rot / 2; i++) {
         const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
-        const float th = p.freq_scale * (theta / ff);
-        cs[2 * i] = cosf(th);
-        cs[2 * i + 1] = sinf(th);
+        rope_cos_sin(theta / ff, p.freq_scale, p.yarn, i, &cs[2 * i], &cs[2 * i + 1]);
         theta *= theta_scale;
     }
 }
@@ -43,6 +41,7 @@ const float* cached_rope_table(int32_t pos, const RopeParams& p) {
         int n_rot = 0;
         float freq_base = 0, freq_scale = 0;
         const float* freq_factors = nullptr;
+        RopeYarn yarn;
         float cs[2 * kPairs];
     };
     static thread_local Entry cache[kEntries];
@@ -50,7 +49,7 @@ const float* cached_rope_table(int32_t pos, const RopeParams& p) {
     if (p.n_rot / 2 > kPairs) return nullptr;
     for (Entry& e : cache)
         if (e.used && e.pos == pos && e.n_rot == p.n_rot && e.freq_base == p.freq_base &&
-            e.freq_scale == p.freq_scale && e.freq_factors == p.freq_factors)
+            e.freq_scale == p.freq_scale && e.freq_factors == p.freq_factors && e.yarn == p.yarn)
             return e.cs;
     Entry& e = cache[next];
     next = (next + 1) % kEntries;
@@ -60,6 +59,7 @@ const float* cached_rope_table(int32_t pos, const RopeParams& p) {
     e.freq_base = p.freq_base;
     e.freq_scale = p.freq_scale;
     e.freq_factors = p.freq_factors;
+    e.yarn = p.yarn;
     rope_table(pos, p, e.cs);
     return e.cs;
 }

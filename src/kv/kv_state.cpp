@@ -98,8 +98,9 @@ bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
 
 namespace {
 
-constexpr char kSeqMagicV4[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '4'};  // + recurrent state
-constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '3'};
+constexpr char kSeqMagicV5[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '5'};  // + recurrent state
+constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '4'};
+constexpr char kSeqMagicV3[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '3'};  // no LoRA scales
 constexpr char kSeqMagicV2[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '2'};  // no per-layer V layouts
 constexpr char kSeqMagicV1[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '1'};  // no rotation fields either
 
@@ -135,8 +136,8 @@ size_t seq_file_write(const std::string& path, const SeqFile& f) {
     const SeqState& st = f.state;
     std::string out;
     out.reserve(64 + f.model.size() + f.tokens.size() * 4 + st.bytes());
-    const bool v4 = !st.recurrent.empty();
-    put_bytes(out, v4 ? kSeqMagicV4 : kSeqMagic, sizeof kSeqMagic);
+    const bool v5 = !st.recurrent.empty();
+    put_bytes(out, v5 ? kSeqMagicV5 : kSeqMagic, sizeof kSeqMagic);
     put(out, (uint32_t)f.model.size());
     put_bytes(out, f.model.data(), f.model.size());
     put(out, (int32_t)st.n_layer);
@@ -152,9 +153,11 @@ size_t seq_file_write(const std::string& path, const SeqFile& f) {
         put(out, (uint64_t)l.row_bytes);
         put(out, (int32_t)l.rot);
     }
+    put(out, (uint32_t)st.lora.size());
+    put_bytes(out, st.lora.data(), st.lora.size() * sizeof(float));
     put(out, (uint32_t)f.tokens.size());
     put(out, (uint32_t)st.pos.size());
-    if (v4) put(out, (uint64_t)st.recurrent.size());
+    if (v5) put(out, (uint64_t)st.recurrent.size());
     put_bytes(out, f.tokens.data(), f.tokens.size() * sizeof(int32_t));
     put_bytes(out, st.pos.data(), st.pos.size() * sizeof(int32_t));
     put_bytes(out, st.k.data(), st.k.size());
@@ -203,9 +206,9 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     close(fd);
     data.resize(got);
     const auto magic = [&](const char* m) { return data.size() >= 8 && memcmp(data.data(), m, 8) == 0; };
-    const bool v1 = magic(kSeqMagicV1), v2 = magic(kSeqMagicV2), v4 = magic(kSeqMagicV4);
-    if (data.size() < sizeof kSeqMagic + 8 || (!v1 && !v2 && !v4 && !magic(kSeqMagic)))
-        fail("slot file '%s' is not a Bee slot file (no BEESEQ04, BEESEQ03, BEESEQ02 or BEESEQ01 header)",
+    const bool v1 = magic(kSeqMagicV1), v2 = magic(kSeqMagicV2), v3 = magic(kSeqMagicV3), v5 = magic(kSeqMagicV5);
+    if (data.size() < sizeof kSeqMagic + 8 || (!v1 && !v2 && !v3 && !v5 && !magic(kSeqMagic)))
+        fail("slot file '%s' is not a Bee slot file (no BEESEQ05, BEESEQ04, BEESEQ03, BEESEQ02 or BEESEQ01 header)",
              path.c_str());
     uint64_t sum;
     memcpy(&sum, data.data() + data.size() - 8, 8);
@@ -241,8 +244,15 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
             st.v_layers.push_back(l);
         }
     }
+    if (!v1 && !v2 && !v3) {
+        const uint32_t n_lora = r.get<uint32_t>("LoRA scale count");
+        if (n_lora > (body.size() - r.at) / sizeof(float))
+            fail("slot file '%s': %u LoRA scales but %zu bytes follow", path.c_str(), n_lora, body.size() - r.at);
+        st.lora.resize(n_lora);
+        r.take(st.lora.data(), n_lora * sizeof(float), "LoRA scales");
+    }
     const uint32_t n_tokens = r.get<uint32_t>("token count"), n_cells = r.get<uint32_t>("cell count");
-    const uint64_t n_rec = v4 ? r.get<uint64_t>("recurrent value count") : 0;
+    const uint64_t n_rec = v5 ? r.get<uint64_t>("recurrent value count") : 0;
     // Sizes are checked against what is left before anything is allocated (a damaged header must not
     // ask for gigabytes).
     const uint64_t left_all = body.size() - r.at;

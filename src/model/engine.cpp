@@ -3,6 +3,7 @@
 #include "model/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/error.h"
@@ -48,6 +49,7 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
             rs_->n_layers(), rs_->state_bytes() / 1048576.0, rs_->rollback_bytes() / 1048576.0, rs_->n_keep());
     }
     mem_ = std::make_unique<SeqMemory>(*kv_, params_.cut_policy, rs_.get());
+    load_lora();
     if (!kp.type_v_layer.empty()) {
         std::string layers;
         for (int il : kv_->v_promoted_layers())
@@ -65,6 +67,9 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
                      v_rot > 0 ? "V" : "", std::max(kv_->k_rot_group(), v_rot));
     if (params_.offload.n_gpu_layers > 0 && params_.offload.device == "none") {  // llama.cpp's -dev none
         BEE_LOG_INFO("-ngl %d with --device none: every layer runs on the CPU", params_.offload.n_gpu_layers);
+    } else if (params_.offload.n_gpu_layers > 0 && !lora_.empty()) {
+        BEE_LOG_WARN("-ngl %d: LoRA adapters run on the CPU only: every layer runs on the CPU",
+                     params_.offload.n_gpu_layers);
     } else if (params_.offload.n_gpu_layers > 0) {
         std::string no_device;
         offload_ = Offload::create(model, *kv_, params_.n_ubatch, params_.offload, &no_device);
@@ -83,6 +88,60 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
         vis_full_ptr_.push_back(&vis_full_[i]);
         vis_swa_ptr_.push_back(&vis_swa_[i]);
     }
+}
+
+void Engine::load_lora() {
+    for (const LoraSpec& spec : params_.lora) {
+        if (!std::isfinite(spec.scale)) fail("LoRA adapter %s: the scale must be a finite number", spec.path.c_str());
+        lora_.push_back(LoraAdapter::load(spec.path, model_));
+        lora_default_.push_back(params_.lora_init_without_apply ? 0.0f : spec.scale);
+        const LoraAdapter& a = *lora_.back();
+        BEE_LOG_INFO("LoRA adapter %zu: %s, %d weights, alpha %g, scale %g%s", lora_.size() - 1, a.path().c_str(),
+                     a.n_pairs(), a.alpha(), spec.scale, params_.lora_init_without_apply ? " (not applied yet)" : "");
+    }
+    mem_->init_lora(lora_default_);
+}
+
+// The adapters this ubatch's rows apply, from each row's sequence (SeqMemory::lora); nullptr: none.
+LoraBatch* Engine::lora_rows(const Batch& b, int r0, int n) {
+    if (lora_.empty()) return nullptr;
+    lora_batch_.uses.clear();
+    lora_batch_.n_rows = n;
+    for (size_t i = 0; i < lora_.size(); i++) {
+        LoraUse u;
+        u.adapter = lora_[i].get();
+        for (int j = 0; j < n; j++) {
+            const float s = mem_->lora(b.seq[r0 + j])[i];
+            if (s == 0) continue;  // a zero scale costs nothing and changes no bit
+            u.rows.push_back(j);
+            u.scale.push_back(s);
+        }
+        if (!u.rows.empty()) lora_batch_.uses.push_back(std::move(u));
+    }
+    return lora_batch_.uses.empty() ? nullptr : &lora_batch_;
+}
+
+// The same uses for the rows returning logits: want[j] is the ubatch row of hidden row j.
+LoraBatch* Engine::lora_head_rows(const std::vector<int32_t>& want) {
+    lora_head_.uses.clear();
+    lora_head_.n_rows = (int)want.size();
+    for (const LoraUse& u : lora_batch_.uses) {
+        if (!u.adapter->output()) continue;
+        LoraUse h;
+        h.adapter = u.adapter;
+        for (size_t k = 0, j = 0; k < u.rows.size() && j < want.size();) {  // both ascending
+            if (u.rows[k] < want[j]) k++;
+            else if (u.rows[k] > want[j]) j++;
+            else {
+                h.rows.push_back((int32_t)j);
+                h.scale.push_back(u.scale[k]);
+                k++;
+                j++;
+            }
+        }
+        if (!h.rows.empty()) lora_head_.uses.push_back(std::move(h));
+    }
+    return lora_head_.uses.empty() ? nullptr : &lora_head_;
 }
 
 // Start-up checks of the KV types (DESIGN.md invariant 3): unsupported types are refused here, never
@@ -254,6 +313,7 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
                  x,  scratch_};
     c.seq = &b.seq[r0];
     c.rs = rs_.get();
+    c.lora = lora_rows(b, r0, n);
     const bool capture = !b.capture_layers.empty();
     if (capture) {  // rows first, then one slot per captured layer, filled as the layers run
         for (int i = 0; i < n; i++)
@@ -284,6 +344,9 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
                      hp.n_embd, hp.norm_eps);
         matmul(*pool_, w.output.type, w.output.data, hp.n_vocab, hp.n_embd, hidden_.data(), (int64_t)want.size(),
                logits, w.output.layout);
+        if (c.lora)
+            if (LoraBatch* head = lora_head_rows(want))
+                lora_apply(*pool_, *head, -1, LoraTarget::q, hidden_.data(), logits);
     }
     if (hp.final_softcap > 0) softcap(logits, hp.final_softcap, (int64_t)want.size() * hp.n_vocab);
     for (int32_t i : want) out.rows.push_back(r0 + i);

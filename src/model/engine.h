@@ -9,6 +9,7 @@
 #include "kv/kv_layers.h"
 #include "model/batch.h"
 #include "model/forward.h"
+#include "model/lora.h"
 #include "model/model.h"
 #include "model/offload.h"
 #include "model/recurrent_state.h"
@@ -37,6 +38,11 @@ struct EngineParams {
     // -ngl / --device: the last layers (and with all of them the output head) on a Vulkan device
     // (model/offload.h). Without a device (or a Vulkan build) every layer runs on the CPU, with a warning.
     OffloadParams offload;
+    // --lora / --lora-scaled: LoRA adapters loaded against the model (model/lora.h), applied on the CPU
+    // (with any adapter, -ngl is ignored). Every sequence starts with their scales, or with 0 when
+    // lora_init_without_apply; SeqMemory::set_lora changes a sequence's.
+    std::vector<LoraSpec> lora;
+    bool lora_init_without_apply = false;
 };
 
 class Engine {
@@ -61,6 +67,9 @@ public:
     SeqMemory& memory() { return *mem_; }
     const KvCache& kv() const { return *kv_; }
     ThreadPool& pool() { return *pool_; }
+    // The LoRA adapters, in the order given, and the scales every sequence starts with (one per adapter).
+    const std::vector<std::unique_ptr<LoraAdapter>>& lora_adapters() const { return lora_; }
+    const std::vector<float>& lora_default() const { return lora_default_; }
     // The device part of the forward pass, or nullptr when every layer runs on the CPU.
     const Offload* offload() const { return offload_.get(); }
 
@@ -73,6 +82,9 @@ private:
     void forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out);
     void forward_device(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out);
     void capture_rows(const Batch& b, int r0, int n, int il, DecodeOutput& out);
+    void load_lora();
+    LoraBatch* lora_rows(const Batch& b, int r0, int n);
+    LoraBatch* lora_head_rows(const std::vector<int32_t>& want);
 
     const Model& model_;
     EngineParams params_;
@@ -87,6 +99,9 @@ private:
     std::vector<std::vector<int32_t>> vis_full_, vis_swa_;  // per ubatch row
     std::vector<const std::vector<int32_t>*> vis_full_ptr_, vis_swa_ptr_;
     std::vector<std::pair<int32_t, int32_t>> seq_cells_;
+    std::vector<std::unique_ptr<LoraAdapter>> lora_;
+    std::vector<float> lora_default_;
+    LoraBatch lora_batch_, lora_head_;  // the current ubatch's adapter rows, and those of its logits rows
 };
 
 }  // namespace bee

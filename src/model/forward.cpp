@@ -76,10 +76,16 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     float* k = c.s.k.data();
     float* v = c.s.v.data();
     linear_shared(c, xn, {{&L.wq, &L.bq, q}, {&L.wk, &L.bk, k}, {&L.wv, &L.bv, v}});
+    if (c.lora) {
+        lora_apply(c.pool, *c.lora, il, LoraTarget::q, xn, q);
+        lora_apply(c.pool, *c.lora, il, LoraTarget::k, xn, k);
+        lora_apply(c.pool, *c.lora, il, LoraTarget::v, xn, v);
+    }
     if (L.q_norm) head_norm(c, q, hp.n_head, hp.head_dim, L.q_norm);
     if (L.k_norm) head_norm(c, k, hp.n_head_kv, hp.head_dim, L.k_norm);
     attend(c, il, q, k, v);
     linear(c, L.wo, L.bo, c.s.att.data(), c.s.out.data());
+    if (c.lora) lora_apply(c.pool, *c.lora, il, LoraTarget::o, c.s.att.data(), c.s.out.data());
 }
 
 void attend(ForwardCtx& c, int il, float* q, float* k, const float* v) {
@@ -124,10 +130,16 @@ void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act) {
     float* b = c.s.ff_b.data();
     static const Weight none;
     linear_shared(c, xn, {{&L.ffn_gate, &none, a}, {&L.ffn_up, &none, b}});
+    if (c.lora) {
+        lora_apply(c.pool, *c.lora, il, LoraTarget::gate, xn, a);
+        lora_apply(c.pool, *c.lora, il, LoraTarget::up, xn, b);
+    }
     // down(act(gate) ⊙ up): the gated product is formed row by row as down's input is quantized
     const Weight& d = L.ffn_down;
     matmul_gated(c.pool, d.type, d.data, d.ne1, d.ne0, a, b, act == FfnAct::silu ? GatedAct::silu : GatedAct::gelu_tanh,
                  c.n_rows, c.s.out.data(), d.layout);
+    // matmul_gated left act(gate) ⊙ up in `a`: down's LoRA reads it there
+    if (c.lora) lora_apply(c.pool, *c.lora, il, LoraTarget::down, a, c.s.out.data());
 }
 
 void residual_norm(const ForwardCtx& c, float* y, const Weight* post, const Weight* next, float* xn) {
@@ -226,12 +238,26 @@ void load_common_hparams(const GgufFile& f, HParams& hp) {
         fail("%s: %s.rope.freq_base is %g: it must be > 0", f.path().c_str(), a.c_str(), rope.freq_base);
     const std::string scaling = f.get_str(a + ".rope.scaling.type", "none");
     const float factor = arch_float(f, a, "rope.scaling.factor", 0.0f);
-    if (scaling == "linear" && factor > 0) rope.freq_scale = 1.0f / factor;
-    else if (scaling != "none" && scaling != "linear")
-        fail("%s: %s.rope.scaling.type '%s' is not supported (none, linear)", f.path().c_str(), a.c_str(),
+    if ((scaling == "linear" || scaling == "yarn") && factor > 0) rope.freq_scale = 1.0f / factor;
+    else if (scaling != "none" && scaling != "linear" && scaling != "yarn")
+        fail("%s: %s.rope.scaling.type '%s' is not supported (none, linear, yarn)", f.path().c_str(), a.c_str(),
              scaling.c_str());
     if (rope.n_rot <= 0 || rope.n_rot > hp.head_dim || rope.n_rot % 2 != 0)
         fail("%s: bad rope.dimension_count %d for head_dim %d", f.path().c_str(), rope.n_rot, hp.head_dim);
+    // YaRN as llama.cpp applies it: ext_factor 1 for yarn files unless set, the ramp from the trained
+    // context; rope.scaling.attn_factor scales the magnitude of every rope.
+    const float ext = arch_float(f, a, "rope.scaling.yarn_ext_factor", -1.0f);
+    const float ext_factor = ext >= 0 ? ext : scaling == "yarn" ? 1.0f : 0.0f;
+    const int n_ctx_orig = (int)arch_int(f, a, "rope.scaling.original_context_length", hp.n_ctx_train);
+    if (ext_factor != 0 && n_ctx_orig <= 0)
+        fail("%s: %s.rope.scaling.original_context_length is %d: it must be > 0 for YaRN", f.path().c_str(), a.c_str(),
+             n_ctx_orig);
+    rope.yarn = rope_yarn_params(rope.n_rot, n_ctx_orig, rope.freq_base, 1.0f / rope.freq_scale, ext_factor,
+                                 arch_float(f, a, "rope.scaling.yarn_beta_fast", 32.0f),
+                                 arch_float(f, a, "rope.scaling.yarn_beta_slow", 1.0f),
+                                 arch_float(f, a, "rope.scaling.yarn_log_multiplier", 0.0f),
+                                 arch_float(f, a, "rope.scaling.yarn_attn_factor", -1.0f));
+    rope.yarn.attn_factor *= arch_float(f, a, "rope.scaling.attn_factor", 1.0f);
     hp.layers.assign(hp.n_layer, LayerParams{});
     for (int il = 0; il < hp.n_layer; il++) {
         hp.layers[il].rope = rope;

@@ -10,6 +10,7 @@
 #include "gguf/gguf.h"
 #include "kv/kv_cache.h"
 #include "model/hparams.h"
+#include "model/lora.h"
 #include "model/weights.h"
 
 namespace bee {
@@ -48,6 +49,7 @@ struct ForwardCtx {
     ForwardScratch& s;
     const int32_t* seq = nullptr;  // [n_rows] sequence of each row
     RecurrentState* rs = nullptr;  // recurrent layers' state per sequence (model/recurrent_state.h), or none
+    LoraBatch* lora = nullptr;     // the LoRA adapters the rows apply (model/lora.h), or none
 };
 
 // Calls fn(r0, r1) over contiguous ranges of the ubatch's rows, on the pool when there are enough rows.

@@ -16,11 +16,14 @@ namespace bee {
 // What the user changes at load time (llama.cpp's --override-kv, --rope-*, --check-tensors).
 struct ModelLoadParams {
     std::vector<GgufOverride> kv_overrides;  // applied to the metadata before anything reads it
-    // Rope settings over the file's (0 / empty: the file's). rope_scaling: "none" or "linear";
-    // rope_freq_scale: positions multiplied by it (linear scaling by 1 / rope_freq_scale).
+    // Rope settings over the file's (0 / empty: the file's). rope_scaling: "none", "linear" or "yarn";
+    // rope_freq_scale: positions multiplied by it (scaling by 1 / rope_freq_scale).
     float rope_freq_base = 0;
     float rope_freq_scale = 0;
     std::string rope_scaling;
+    // YaRN settings over the file's (llama.cpp's --yarn-*; < 0 / 0: the file's or llama.cpp's default).
+    int yarn_orig_ctx = 0;
+    float yarn_ext_factor = -1, yarn_attn_factor = -1, yarn_beta_fast = -1, yarn_beta_slow = -1;
     bool check_tensors = false;  // every float of every tensor must be finite (dequantized)
 };
 

@@ -43,9 +43,9 @@ static void repack_weights(ModelWeights& w) {
 }
 
 // The load-time settings become metadata, so each architecture reads them as its own: llama.cpp's
-// --rope-freq-base / --rope-freq-scale replace the file's base and linear factor, and a scale given
-// without --rope-scaling means linear scaling unless the file says none (as llama.cpp, whose
-// default type is linear). Gemma 3's local layers keep their own base, as in llama.cpp.
+// --rope-freq-base / --rope-freq-scale replace the file's base and scaling factor, and a scale given
+// without --rope-scaling means linear scaling unless the file says none or yarn (as llama.cpp, whose
+// default type is linear); the --yarn-* values replace the file's. Gemma 3's local layers keep their own base, as in llama.cpp.
 static void apply_load_params(GgufFile& f, const ModelLoadParams& lp) {
     apply_gguf_overrides(f, lp.kv_overrides);
     const std::string rope = f.get_str("general.architecture") + ".rope.";
@@ -58,6 +58,16 @@ static void apply_load_params(GgufFile& f, const ModelLoadParams& lp) {
         f.set_metadata(rope + "scaling.factor",
                        GgufValue::make_float(GgufValueType::FLOAT32, 1.0 / lp.rope_freq_scale));
     }
+    auto set_f32 = [&](const char* key, float v) {
+        if (v >= 0) f.set_metadata(rope + key, GgufValue::make_float(GgufValueType::FLOAT32, v));
+    };
+    set_f32("scaling.yarn_ext_factor", lp.yarn_ext_factor);
+    set_f32("scaling.yarn_attn_factor", lp.yarn_attn_factor);
+    set_f32("scaling.yarn_beta_fast", lp.yarn_beta_fast);
+    set_f32("scaling.yarn_beta_slow", lp.yarn_beta_slow);
+    if (lp.yarn_orig_ctx > 0)
+        f.set_metadata(rope + "scaling.original_context_length",
+                       GgufValue::make_uint(GgufValueType::UINT32, (uint64_t)lp.yarn_orig_ctx));
     if (lp.check_tensors) check_tensor_data(f);
 }
 

@@ -9,7 +9,7 @@
 
 namespace bee {
 
-NextnHead::NextnHead(const Model& m, int n_ctx, int n_threads) : m_(m) {
+NextnHead::NextnHead(const Model& m, int n_ctx, ThreadPool& pool) : m_(m), pool_(pool) {
     const HParams& hp = m.hparams();
     const ModelWeights& w = m.weights();
     if (!w.nextn) fail("%s has no MTP (NextN) block to draft with", m.gguf().path().c_str());
@@ -25,7 +25,6 @@ NextnHead::NextnHead(const Model& m, int n_ctx, int n_threads) : m_(m) {
     embed_ = w.nextn.embed ? w.nextn.embed : w.tok_embd;
     head_ = w.nextn.head ? w.nextn.head : w.output;
     head_norm_ = w.nextn.head_norm ? w.nextn.head_norm : w.output_norm;
-    pool_ = std::make_unique<ThreadPool>(n_threads > 0 ? n_threads : default_thread_count());
     KvCacheParams kp;
     kp.n_layer = 1;
     kp.n_cells = n_ctx;
@@ -68,7 +67,7 @@ void NextnHead::decode(const int32_t* tokens, const int32_t* pos, const float* h
         rms_norm(hw_.data() + r * e, (const float*)nw.enorm.data, cat_.data() + 2 * r * e, e, eps);
         rms_norm(h_in + r * e, (const float*)nw.hnorm.data, cat_.data() + 2 * r * e + e, e, eps);
     }
-    matmul(*pool_, nw.eh_proj.type, nw.eh_proj.data, e, 2 * e, cat_.data(), n, x_.data(), nw.eh_proj.layout);
+    matmul(pool_, nw.eh_proj.type, nw.eh_proj.data, e, 2 * e, cat_.data(), n, x_.data(), nw.eh_proj.layout);
     std::vector<int32_t> cells(n), seq(n, 0);
     if (!kv_->alloc(n, pos, seq.data(), cells.data()))
         fail("MTP head: its K/V of %d cells is full (raise -c)", kv_->n_cells());
@@ -78,7 +77,7 @@ void NextnHead::decode(const int32_t* tokens, const int32_t* pos, const float* h
         for (const auto& [p, c] : cells_)
             if (p <= pos[r]) vis_[r].push_back(c);
     }
-    ForwardCtx c{hp_, w_, *pool_, *kv_, n, pos, cells.data(), vis_ptr_.data(), vis_ptr_.data(), x_.data(), s_};
+    ForwardCtx c{hp_, w_, pool_, *kv_, n, pos, cells.data(), vis_ptr_.data(), vis_ptr_.data(), x_.data(), s_};
     c.seq = seq.data();
     m_.arch().forward_layer(c, 0);
     for (int r = 0; r < n; r++) rms_norm(x_.data() + r * e, (const float*)head_norm_.data, h_out + r * e, e, eps);
@@ -89,7 +88,7 @@ void NextnHead::decode(const int32_t* tokens, const int32_t* pos, const float* h
     if (n_out == 0) return;
     const size_t base = logits.size();
     logits.resize(base + (size_t)n_out * hp_.n_vocab);
-    matmul(*pool_, head_.type, head_.data, m_.hparams().n_vocab, e, rows.data(), n_out, logits.data() + base,
+    matmul(pool_, head_.type, head_.data, m_.hparams().n_vocab, e, rows.data(), n_out, logits.data() + base,
            head_.layout);
 }
 

@@ -18,8 +18,9 @@ namespace bee {
 
 class NextnHead {
 public:
-    // n_ctx K/V cells (f16), n_threads for its own pool. Throws Error if the model has no MTP block.
-    NextnHead(const Model& m, int n_ctx, int n_threads);
+    // n_ctx K/V cells (f16); runs on `pool` (the target's, lent between its decodes). Throws Error if the
+    // model has no MTP block.
+    NextnHead(const Model& m, int n_ctx, ThreadPool& pool);
 
     // Rows token[i] at pos[i] (ascending, above every cached position) with input state h_in (n, n_embd);
     // writes h_out (n, n_embd) and appends the logits (n_vocab each) of the rows whose want_logits[i] is set
@@ -40,7 +41,7 @@ private:
     HParams hp_;      // the block as a one-layer model: full attention, K/V layer 0
     ModelWeights w_;  // layers = {the MTP block}
     Weight embed_, head_, head_norm_;
-    std::unique_ptr<ThreadPool> pool_;
+    ThreadPool& pool_;
     std::unique_ptr<KvCache> kv_;
     ForwardScratch s_;
     int rows_ = 0;                     // scratch sized for this many rows

@@ -33,6 +33,7 @@ gpu::RopeArgs device_rope(const RopeParams& r) {
     a.freq_scale = r.freq_scale;
     a.neox = r.mode == RopeMode::neox;
     a.freq_factors = r.freq_factors;
+    a.yarn = r.yarn;
     return a;
 }
 

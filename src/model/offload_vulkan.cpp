@@ -69,7 +69,7 @@ private:
 
 bool same_rope(const RopeParams& a, const RopeParams& b) {
     return a.n_rot == b.n_rot && a.freq_base == b.freq_base && a.freq_scale == b.freq_scale && a.mode == b.mode &&
-           a.freq_factors == b.freq_factors;
+           a.freq_factors == b.freq_factors && a.yarn == b.yarn;
 }
 
 VulkanOffload::VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, const KvCache& kv, int n_ubatch,

@@ -63,6 +63,7 @@ void SeqMemory::copy(int src, int dst, int32_t p0, int32_t p1) {
         if (n_pos(dst) > 0) fail("sequence memory: copy of recurrent state into non-empty sequence %d", dst);
         rs_->copy(src, dst);
     }
+    set_lora(dst, lora_[src]);
     kv_.seq_cp(src, dst, p0, p1);
     batch_start_[dst] = -1;
 }
@@ -73,10 +74,21 @@ void SeqMemory::prune_rows(int seq, int32_t pos0, const std::vector<uint8_t>& ke
     batch_start_[seq] = -1;
 }
 
+void SeqMemory::set_lora(int seq, const std::vector<float>& scales) {
+    if (scales == lora_[seq]) return;
+    if (scales.size() != lora_[seq].size())
+        fail("sequence memory: %zu LoRA scales given for sequence %d, the engine has %zu adapters", scales.size(), seq,
+             lora_[seq].size());
+    if (n_pos(seq) > 0)
+        fail("sequence memory: sequence %d holds K/V computed under other LoRA scales: clear it first", seq);
+    lora_[seq] = scales;
+}
+
 SeqState SeqMemory::save(int seq, int32_t p1) const {
     if (offload_) offload_->pull_kv(kv_);
     SeqState st = seq_state_export(kv_, seq, p1);
     if (rs_) st.recurrent = rs_->state_at(seq, p1 < 0 ? n_pos(seq) : p1, n_pos(seq));
+    st.lora = lora_[seq];
     return st;
 }
 
@@ -88,11 +100,17 @@ bool SeqMemory::load(int seq, const SeqState& st) {
             st.recurrent.size(), (long long)rs_->seq_floats());
     if (!rs_ && !st.recurrent.empty())
         fail("sequence memory: the saved state has recurrent values but this model has no recurrent layers");
+    // A state saved without adapters (or before they existed) was computed with every scale 0.
+    const std::vector<float> lora = st.lora.empty() ? std::vector<float>(lora_[seq].size(), 0.0f) : st.lora;
+    if (lora.size() != lora_[seq].size())
+        fail("the saved state was computed with %zu LoRA adapters; this engine has %zu", st.lora.size(),
+             lora_[seq].size());
     if (offload_) offload_->pull_kv(kv_);  // whole layers go back: the other sequences' rows must be current
     if (!seq_state_import(kv_, seq, st)) return false;
     if (rs_) rs_->set_state(seq, st.recurrent);
     if (offload_) offload_->push_kv(kv_);
     batch_start_[seq] = -1;
+    lora_[seq] = lora;
     return true;
 }
 

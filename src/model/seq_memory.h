@@ -86,6 +86,15 @@ public:
     // checkpoint under the recurrent rules).
     void begin_batch(int seq, int32_t pos0, int n_rows);
 
+    // LoRA scales (model/lora.h) the sequence's cached rows were computed under, one per adapter of the
+    // engine; Engine::decode applies them to the sequence's rows. They change only while the sequence is
+    // empty (K/V computed under other scales must never be reused): set_lora throws otherwise. save()
+    // carries them and load() restores them; copy() gives the destination the source's.
+    const std::vector<float>& lora(int seq) const { return lora_[seq]; }
+    void set_lora(int seq, const std::vector<float>& scales);
+    // The adapter count and every sequence's first scales (the Engine, at start-up).
+    void init_lora(const std::vector<float>& scales) { lora_.assign(kMaxSequences, scales); }
+
     // The device holding some layers' K/V (model/offload.h), set by the Engine: rows are pulled into the
     // host cache before they are read (save, fill_repeating, load's other cells) and pushed back after
     // they were rewritten. Cuts, copies and tree commits change cell bookkeeping only and need neither.
@@ -96,7 +105,8 @@ private:
     CutPolicy policy_;
     RecurrentState* rs_ = nullptr;
     Offload* offload_ = nullptr;
-    std::vector<int32_t> batch_start_ = std::vector<int32_t>(kMaxSequences, -1);  // per sequence, -1: none
+    std::vector<int32_t> batch_start_ = std::vector<int32_t>(kMaxSequences, -1);             // per sequence, -1: none
+    std::vector<std::vector<float>> lora_ = std::vector<std::vector<float>>(kMaxSequences);  // per sequence
 };
 
 }  // namespace bee

@@ -1,9 +1,6 @@
 // runtime/prompt_cache: the RAM prompt cache (see the header).
 #include "runtime/prompt_cache.h"
 
-#define XXH_INLINE_ALL
-#include <xxhash.h>
-
 namespace bee::runtime {
 
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
@@ -14,15 +11,13 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
 
 void PromptCacheRam::save(std::vector<int32_t> tokens, SeqState state) {
     Entry e;
-    e.hash = XXH3_64bits(tokens.data(), tokens.size() * sizeof(int32_t));
     e.tokens = std::move(tokens);
     e.state = std::move(state);
     if (e.bytes() > limit_) return;
     for (auto it = entries_.begin(); it != entries_.end();) {
-        const bool same = it->hash == e.hash && it->tokens == e.tokens;
-        const bool covered =
-            it->tokens.size() <= e.tokens.size() && common_prefix(it->tokens, e.tokens) == it->tokens.size();
-        if (same || covered) {
+        const bool covered = it->state.lora == e.state.lora && it->tokens.size() <= e.tokens.size() &&
+                             common_prefix(it->tokens, e.tokens) == it->tokens.size();
+        if (covered) {
             bytes_ -= it->bytes();
             it = entries_.erase(it);
         } else {
@@ -37,11 +32,12 @@ void PromptCacheRam::save(std::vector<int32_t> tokens, SeqState state) {
     }
 }
 
-const PromptCacheRam::Entry* PromptCacheRam::best(const std::vector<int32_t>& prompt, size_t min_prefix,
-                                                  size_t* prefix) {
+const PromptCacheRam::Entry* PromptCacheRam::best(const std::vector<int32_t>& prompt, const std::vector<float>& lora,
+                                                  size_t min_prefix, size_t* prefix) {
     auto best = entries_.end();
     size_t best_n = min_prefix > 0 ? min_prefix - 1 : 0;
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+        if (it->state.lora != lora) continue;  // K/V computed under other LoRA scales
         const size_t n = common_prefix(it->tokens, prompt);
         if (n > best_n) {
             best_n = n;

@@ -1,7 +1,8 @@
 // runtime/prompt_cache: --cache-ram, a host-RAM store of slots' KV (tokens + sequence state) so a prompt
 // whose prefix was computed before, on a slot since taken by another prompt, is restored instead of
-// recomputed. Entries are keyed by an xxhash of their tokens (saving the same tokens twice keeps one),
-// looked up by longest common prefix, and evicted least recently used first beyond the byte limit.
+// recomputed. Entries are their tokens and the LoRA scales their K/V was computed under (saving the same
+// tokens twice keeps one), looked up by longest common prefix under the asked scales, and evicted least
+// recently used first beyond the byte limit.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -18,7 +19,6 @@ size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& 
 class PromptCacheRam {
 public:
     struct Entry {
-        uint64_t hash = 0;
         std::vector<int32_t> tokens;  // tokens whose K/V the state holds (position i = tokens[i])
         SeqState state;
         size_t bytes() const { return state.bytes() + tokens.size() * sizeof(int32_t); }
@@ -26,12 +26,14 @@ public:
 
     explicit PromptCacheRam(size_t limit_bytes) : limit_(limit_bytes) {}
 
-    // Stores an entry (most recently used), dropping entries whose tokens are a prefix of it, then the
-    // least recently used ones until the store fits its limit. An entry larger than the limit is not kept.
+    // Stores an entry (most recently used), dropping entries computed under the same LoRA scales
+    // (SeqState::lora) whose tokens are a prefix of it, then the least recently used ones until the store
+    // fits its limit. An entry larger than the limit is not kept.
     void save(std::vector<int32_t> tokens, SeqState state);
-    // The entry sharing the longest prefix with `prompt` (at least min_prefix tokens), marked recently
-    // used; nullptr if none. *prefix receives the shared length.
-    const Entry* best(const std::vector<int32_t>& prompt, size_t min_prefix, size_t* prefix);
+    // The entry computed under LoRA scales `lora` sharing the longest prefix with `prompt` (at least
+    // min_prefix tokens), marked recently used; nullptr if none. *prefix receives the shared length.
+    const Entry* best(const std::vector<int32_t>& prompt, const std::vector<float>& lora, size_t min_prefix,
+                      size_t* prefix);
 
     size_t bytes() const { return bytes_; }
     size_t size() const { return entries_.size(); }

@@ -35,7 +35,7 @@ Scheduler::Scheduler(Engine& engine, const SchedulerParams& params) : eng_(engin
         params_.spec.types = {"draft-mtp"};
         BEE_LOG_INFO("speculative: draft-mtp, the model's own MTP block (--spec-type none turns it off)");
     }
-    if (params_.spec.enabled()) spec_ = std::make_unique<SpecShared>(params_.spec, engine.model());
+    if (params_.spec.enabled()) spec_ = std::make_unique<SpecShared>(params_.spec, engine.model(), &engine.pool());
     for (int i = 0; i < params_.n_parallel; i++) {
         slots_.emplace_back(i, engine.model().tokenizer(), n_vocab, spec_.get());
         slots_.back().context_shift = params_.context_shift;
@@ -125,15 +125,21 @@ void Scheduler::run() {
     }
 }
 
+// The LoRA scales a task runs under: its own, else the engine's.
+const std::vector<float>& Scheduler::task_lora(const Task& t) const {
+    return t.params.lora.empty() ? eng_.lora_default() : t.params.lora;
+}
+
 // Pinned slot if asked (and idle); else the idle slot whose cache shares the largest part of the prompt
-// (at least slot_prompt_similarity of it); else the least recently used idle slot. -1: all busy.
+// (at least slot_prompt_similarity of it) under the same LoRA scales; else the least recently used idle
+// slot. -1: all busy.
 int Scheduler::pick_slot(const Task& t) const {
     if (t.params.id_slot >= 0) return slots_[t.params.id_slot].idle() ? t.params.id_slot : -1;
     int best = -1;
     double best_sim = params_.slot_prompt_similarity;
     if (t.params.cache_prompt) {
         for (const Slot& s : slots_) {
-            if (!s.idle()) continue;
+            if (!s.idle() || eng_.memory().lora(s.id()) != task_lora(t)) continue;  // other scales: nothing reusable
             const double sim = (double)common_prefix(s.cache, t.prompt) / (double)t.prompt.size();
             if (sim > best_sim) {
                 best_sim = sim;
@@ -185,6 +191,7 @@ void Scheduler::run_engine_action(Slot& s, Task& t, double now) {
     if (params_.kv_unified) make_room((int)t.prompt.size());
     s.t_last_used = now;
     try {
+        use_lora(s, task_lora(t));
         t.engine_action(eng_, s.id(), s.cache);
     } catch (const std::exception& e) {  // the sequence's cells are in doubt: drop them
         eng_.memory().clear(s.id());
@@ -196,33 +203,47 @@ void Scheduler::run_engine_action(Slot& s, Task& t, double now) {
 // Keeps the longest cached prefix (cache_prompt), dropping the rest of the slot's KV sequence. At least
 // one prompt token is always evaluated again, so the first sample has fresh logits.
 void Scheduler::start_on_slot(Slot& s, std::shared_ptr<Task> t, double now) {
+    const std::vector<float>& lora = task_lora(*t);
     size_t keep = 0;
     if (t->params.cache_prompt) {
-        keep = common_prefix(s.cache, t->prompt);
-        if (ram_) keep = restore_from_ram(s, t->prompt, keep);
-        if (t->params.n_cache_reuse > 0) keep = reuse_chunks(s, t->prompt, keep, t->params.n_cache_reuse);
+        // K/V computed under other LoRA scales is never reused (the RAM cache may hold some that fits)
+        const bool same_lora = eng_.memory().lora(s.id()) == lora;
+        keep = same_lora ? common_prefix(s.cache, t->prompt) : 0;
+        if (ram_) keep = restore_from_ram(s, t->prompt, lora, keep);
+        if (t->params.n_cache_reuse > 0 && eng_.memory().lora(s.id()) == lora)
+            keep = reuse_chunks(s, t->prompt, keep, t->params.n_cache_reuse);
     }
     keep = std::min(keep, t->prompt.size() - 1);
     // A memory that cannot be cut there (recurrent rules) keeps what it can: the prompt is processed from it.
     keep = (size_t)eng_.memory().cut_point(s.id(), (int32_t)keep);
     eng_.memory().cut(s.id(), (int32_t)keep);
     s.cache.resize(keep);
+    use_lora(s, lora);
     s.t_last_used = now;
     BEE_LOG_DEBUG("slot %d: task %llu, prompt %zu tokens, %zu cached", s.id(), (unsigned long long)t->id,
                   t->prompt.size(), keep);
     s.start(std::move(t), (int32_t)keep, now);
 }
 
+// The slot's sequence runs under `lora` from now on; K/V computed under other scales is dropped first.
+void Scheduler::use_lora(Slot& s, const std::vector<float>& lora) {
+    if (eng_.memory().lora(s.id()) == lora) return;
+    eng_.memory().clear(s.id());
+    s.cache.clear();
+    eng_.memory().set_lora(s.id(), lora);
+}
+
 // --cache-ram: before most of a slot's cache is dropped for a new prompt, its tokens and KV go to the
 // RAM store; then if a stored entry shares a longer prefix with the new prompt than the slot does, that
 // entry's KV replaces the slot's. Returns the number of prompt tokens now in the cache.
-size_t Scheduler::restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, size_t n_past) {
+size_t Scheduler::restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, const std::vector<float>& lora,
+                                   size_t n_past) {
     constexpr size_t kMinTokens = 32;  // smaller caches are cheaper to recompute than to store
     SeqMemory& mem = eng_.memory();
     if (s.cache.size() >= kMinTokens && n_past < s.cache.size() / 2)
         ram_->save(s.cache, mem.save(s.id(), (int32_t)s.cache.size()));
     size_t n = 0;
-    const PromptCacheRam::Entry* e = ram_->best(prompt, std::max(n_past + 1, kMinTokens), &n);
+    const PromptCacheRam::Entry* e = ram_->best(prompt, lora, std::max(n_past + 1, kMinTokens), &n);
     if (!e) return n_past;
     mem.clear(s.id());
     s.cache.clear();
@@ -457,11 +478,13 @@ void Scheduler::on_finished(const FinishInfo& f) {
     std::lock_guard<std::mutex> lk(mu_);
     const uint64_t n_prompt = (uint64_t)(f.n_prompt - f.n_cached);
     metrics_.prompt_tokens_total += n_prompt;
+    metrics_.prompt_tokens_cached_total += (uint64_t)f.n_cached;
     metrics_.prompt_seconds_total += f.prompt_ms / 1000.0;
     metrics_.tokens_predicted_total += (uint64_t)f.n_predicted;
     metrics_.tokens_predicted_seconds_total += f.predicted_ms / 1000.0;
     metrics_.n_drafted_total += (uint64_t)f.draft_n;
     metrics_.n_drafted_accepted_total += (uint64_t)f.draft_n_accepted;
+    metrics_.n_drafted_grammar_cut_total += (uint64_t)f.draft_n_grammar_cut;
     metrics_.bucket_prompt_tokens += n_prompt;
     metrics_.bucket_prompt_seconds += f.prompt_ms / 1000.0;
     metrics_.bucket_predicted_tokens += (uint64_t)f.n_predicted;

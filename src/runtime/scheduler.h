@@ -35,7 +35,8 @@ struct SchedulerParams {
 
 // Counters for /metrics (llama.cpp names in server/routes_metrics.cpp).
 struct SchedulerMetrics {
-    uint64_t prompt_tokens_total = 0;  // prompt tokens evaluated (cache hits excluded)
+    uint64_t prompt_tokens_total = 0;         // prompt tokens evaluated (cache hits excluded)
+    uint64_t prompt_tokens_cached_total = 0;  // prompt tokens reused from the KV cache
     double prompt_seconds_total = 0;
     uint64_t tokens_predicted_total = 0;
     double tokens_predicted_seconds_total = 0;
@@ -44,7 +45,8 @@ struct SchedulerMetrics {
     uint64_t n_tokens_max = 0;        // largest sequence length seen
     uint64_t n_drafted_total = 0;     // draft tokens proposed (finished requests)
     uint64_t n_drafted_accepted_total = 0;
-    uint64_t requests_processing = 0;  // gauges
+    uint64_t n_drafted_grammar_cut_total = 0;  // draft tokens a grammar cut before verification
+    uint64_t requests_processing = 0;          // gauges
     uint64_t requests_deferred = 0;
     // Since the previous metrics() call (for the throughput gauges).
     uint64_t bucket_prompt_tokens = 0, bucket_predicted_tokens = 0;
@@ -85,7 +87,9 @@ private:
     int pick_slot(const Task& t) const;
     void start_on_slot(Slot& s, std::shared_ptr<Task> t, double now);
     void run_engine_action(Slot& s, Task& t, double now);
-    size_t restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, size_t n_past);
+    const std::vector<float>& task_lora(const Task& t) const;
+    void use_lora(Slot& s, const std::vector<float>& lora);
+    size_t restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, const std::vector<float>& lora, size_t n_past);
     size_t reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size_t n_past, int32_t min_chunk);
     bool build_batch();
     void set_capture();

@@ -8,7 +8,9 @@ namespace bee::runtime {
 
 Slot::Slot(int id, const Tokenizer& tok, int32_t n_vocab, SpecShared* spec)
     : id_(id), tok_(tok), n_vocab_(n_vocab), spec_shared_(spec) {
-    if (spec && spec->params().enabled()) spec_slot_ = std::make_unique<Speculator>(*spec);
+    if (!spec) return;
+    slot_types_ = spec_types_for_slot(spec->params(), spec->params().types, id);  // e.g. --spec-dflash-max-slots
+    if (!slot_types_.empty()) spec_slot_ = std::make_unique<Speculator>(*spec, slot_types_);
 }
 
 Slot::Slot(Slot&&) noexcept = default;
@@ -43,10 +45,12 @@ void Slot::start(std::shared_ptr<Task> task, int32_t n_cached, double now_ms) {
     has_new_line_ = false;
     at_line_start_ = false;
     indent_pending_.clear();
-    // drafts would bypass the grammar; post-sampling probabilities are read from the sampler row by row
-    if (spec_slot_ && gp.spec.n_max != 0 && !gp.grammar && !gp.post_sampling_probs) {
-        const std::vector<std::string>& types = gp.spec.types_given ? gp.spec.types : spec_shared_->params().types;
-        if (!gp.spec.fresh && types == spec_shared_->params().types) {
+    // post-sampling probabilities are read from the sampler row by row; a grammar cuts the drafts and
+    // verification samples under it (spec/draft_grammar.h, spec/verify.h)
+    if (spec_shared_ && spec_shared_->params().enabled() && gp.spec.n_max != 0 && !gp.post_sampling_probs) {
+        const std::vector<std::string> types =
+            gp.spec.types_given ? spec_types_for_slot(spec_shared_->params(), gp.spec.types, id_) : slot_types_;
+        if (!gp.spec.fresh && types == slot_types_ && spec_slot_) {
             spec_ = spec_slot_.get();
         } else if (!types.empty()) {
             spec_task_ = std::make_unique<Speculator>(*spec_shared_, types);
@@ -117,11 +121,8 @@ bool Slot::sample(const float* logits, int32_t n_ctx_slot, double now_ms) {
         forced_.pop_front();
     } else if (grammar_) {
         id = grammar_->sample(*sampler_, logits);
-        if (id < 0) {  // no token of the vocabulary can continue the grammar (or a matcher budget refused them)
-            const bool budget = grammar_->budget_hit() != nullptr;
-            fin_.stop_detail = budget ? "grammar_budget" : "grammar";
-            fin_.stop_message = grammar_->budget_message();
-            finish(budget ? StopType::limit : StopType::eos, now_ms);
+        if (id < 0) {
+            end_grammar_stuck(now_ms);
             return true;
         }
     } else {
@@ -138,6 +139,14 @@ bool Slot::sample(const float* logits, int32_t n_ctx_slot, double now_ms) {
         return true;
     }
     return false;
+}
+
+// No token of the vocabulary can continue the grammar (or a matcher budget refused them).
+void Slot::end_grammar_stuck(double now_ms) {
+    const bool budget = grammar_->budget_hit() != nullptr;
+    fin_.stop_detail = budget ? "grammar_budget" : "grammar";
+    fin_.stop_message = grammar_->budget_message();
+    finish(budget ? StopType::limit : StopType::eos, now_ms);
 }
 
 void Slot::end_context_full(double now_ms) {

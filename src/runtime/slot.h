@@ -110,6 +110,7 @@ private:
     void release();
     TokenInfo token_info(const float* logits, int32_t id, bool forced = false) const;
     bool may_draft() const;
+    void end_grammar_stuck(double now_ms);
 
     int id_;
     const Tokenizer& tok_;
@@ -135,9 +136,11 @@ private:
     bool gate_indent(const std::string& text, std::string& out);
     double t_start_ = 0, t_prompt_end_ = 0;
 
-    // Speculation: the slot's own Speculator for the server's types, or one made for a request that
-    // picked a subset (speculative.type); spec_ points at the one the task uses (nullptr: none).
+    // Speculation: the slot's own Speculator for the server's types this slot may use (slot_types_: a kind
+    // may be limited to the first slots), or one made for a request that picked a subset (speculative.type);
+    // spec_ points at the one the task uses (nullptr: none).
     SpecShared* spec_shared_ = nullptr;
+    std::vector<std::string> slot_types_;
     std::unique_ptr<Speculator> spec_slot_, spec_task_;
     Speculator* spec_ = nullptr;
     bool drafting_ = false;

@@ -2,6 +2,7 @@
 // verify, commit the KV cache and emit the accepted tokens through the ordinary per-token path
 // (contract in spec/speculator.h).
 #include <algorithm>
+#include <optional>
 
 #include "base/error.h"
 #include "runtime/slot.h"
@@ -35,7 +36,9 @@ bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed) {
     lim.target_temp = gp.sampling.temp;
     lim.timed = timed;
     lim.chains_only = chains_only;
+    lim.grammar = grammar_.get();
     spec_->draft(cache, last_, lim);
+    fin_.draft_n_grammar_cut += spec_->n_grammar_cut();
     step_row0 = spec_->add_to_batch(b, last_, pos, id_);
     step_rows = 1 + spec_->tree().size();
     drafting_ = true;
@@ -46,7 +49,12 @@ bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, in
     drafting_ = false;
     const int32_t pos = (int32_t)cache.size();  // last_'s position
     const int n_drafted = spec_->tree().size();
-    const VerifyResult r = spec_->verify(b, out, step_row0, *sampler_);
+    // A forced token (end of reasoning) drops the rest of the emitted tokens: the grammar, which verify
+    // moves along all of them, then goes back to here and follows only the kept ones.
+    const GenParams& gp = task_->params;
+    std::optional<GrammarMatcher> before;
+    if (grammar_ && gp.reasoning && (guard_ || gp.reasoning_budget >= 0)) before = grammar_->state();
+    const VerifyResult r = spec_->verify(b, out, step_row0, *sampler_, grammar_.get());
     spec_->observe_target(b, out, step_row0, step_rows, false);
     spec_->commit(eng, id_, pos, r);  // the cache now holds last_ and the accepted draft tokens
     fin_.draft_n += n_drafted;
@@ -67,11 +75,17 @@ bool Slot::verify_draft(const Batch& b, const DecodeOutput& out, Engine& eng, in
             // The rest of the draft is dropped: its cells (accepted tokens after t) leave the cache. t is
             // not in it, like any token not yet decoded; a forced token is decoded after it next step.
             eng.rewind(id_, t_pos, 0, cache);
+            if (!ended && before && i + 1 < r.tokens.size()) {
+                grammar_->restore(*before);
+                for (size_t j = 0; j <= i; j++) grammar_->accept(r.tokens[j]);
+            }
             return ended;
         }
-        if (i + 1 < r.tokens.size()) cache.push_back(t);
+        // the last token is the bonus (decoded next step), unless the grammar stopped the output there
+        if (i + 1 < r.tokens.size() || r.stuck) cache.push_back(t);
     }
-    return false;
+    if (r.stuck) end_grammar_stuck(now_ms);  // as sample() when no token fits: after the accepted drafts
+    return r.stuck;
 }
 
 const std::vector<int32_t>& Slot::capture_layers() const {
@@ -89,7 +103,7 @@ void Slot::add_drafter(std::unique_ptr<Drafter> d) {
 }
 
 std::vector<std::string> Slot::spec_types() const {
-    if (spec_ && spec_ == spec_slot_.get()) return spec_shared_->params().types;
+    if (spec_ && spec_ == spec_slot_.get()) return slot_types_;
     if (spec_) return task_->params.spec.types;
     return {};
 }

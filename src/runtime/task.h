@@ -66,6 +66,9 @@ struct GenParams {
     // Prepared by the request handler (parsed, its start scanned); each slot starts from a copy. A
     // constrained request never speculates.
     std::shared_ptr<const GrammarConstraint> grammar;
+    // LoRA scales, one per adapter the engine loaded (model/lora.h); empty: the engine's own
+    // (Engine::lora_default). A slot whose cache was computed under other scales starts from an empty one.
+    std::vector<float> lora;
 };
 
 struct TokenLogprob {
@@ -98,9 +101,10 @@ struct FinishInfo {
     int32_t n_predicted = 0;
     int32_t n_reasoning = 0;  // predicted tokens spent inside the reasoning span
     double prompt_ms = 0, predicted_ms = 0;
-    int64_t draft_n = 0;           // draft tokens proposed (timings.draft_n, only when > 0)
-    int64_t draft_n_accepted = 0;  // of which the target accepted
-    int32_t n_decodes = 0;         // generation steps (target decodes after the prompt) this task took part in
+    int64_t draft_n = 0;              // draft tokens proposed (timings.draft_n, only when > 0)
+    int64_t draft_n_accepted = 0;     // of which the target accepted
+    int64_t draft_n_grammar_cut = 0;  // draft tokens the request's grammar rejected before verification
+    int32_t n_decodes = 0;            // generation steps (target decodes after the prompt) this task took part in
     // The task's Speculator when it ended (null: no speculation): its statistics (cumulative over the
     // tasks that share a slot's Speculator) and depth policy, for the command-line reports.
     std::shared_ptr<const SpecStats> spec_stats;

@@ -161,15 +161,28 @@ public:
     // Scans the vocabulary at the grammar's start now (the verdict is kept), so the first token costs the
     // inference thread no scan.
     void prepare() { allowed_all(); }
-    bool allowed(int32_t id) const;
+    bool allowed(int32_t id) const { return allowed_at(m_, id); }
     // Samples with `s` among the allowed tokens only. note: the sampler's chain runs first and its
     // candidates are filtered (cheap: greedy checks one token in the common case); only if none of them
     // is allowed are all disallowed logits set to -inf and the chain run again. Returns -1 if no token
     // at all is allowed (the grammar cannot be continued with this vocabulary).
     int32_t sample(Sampler& s, const float* logits);
+    // The distribution sample() draws from (normalized, allowed tokens only; greedy: one entry), for
+    // verifiers that need p itself (spec/verify's rejection sampling). False, `dist` empty, if no token
+    // is allowed (as sample() returning -1).
+    bool distribution(Sampler& s, const float* logits, std::vector<TokenProb>& dist);
     // Records the token drawn (or forced); false if the grammar rejects it.
     bool accept(int32_t id);
     bool can_end() const { return m_.can_end(); }
+
+    // The matcher state, to follow hypothetical continuations without touching this constraint (spec/
+    // cuts drafts with it) or to go back to an earlier point of the output (restore).
+    const GrammarMatcher& state() const { return m_; }
+    void restore(const GrammarMatcher& m) { m_ = m; }
+    // allowed() at state `m` (a copy of state() moved along some tokens).
+    bool allowed_at(const GrammarMatcher& m, int32_t id) const;
+    // Moves `m` past token `id` if allowed_at(m, id), else returns false leaving `m` unchanged.
+    bool advance(GrammarMatcher& m, int32_t id) const;
     // After sample() returned -1: the matcher budget ("step-work", "live-stack" or "scan-work") that
     // refused tokens in that step, or nullptr if the grammar itself allows no token of the vocabulary.
     const char* budget_hit() const { return budget_hit_; }

@@ -11,17 +11,33 @@ namespace bee {
 GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> g, std::shared_ptr<const GrammarVocab> vocab)
     : m_(std::move(g)), vocab_(std::move(vocab)) {}
 
-bool GrammarConstraint::allowed(int32_t id) const {
+bool GrammarConstraint::allowed_at(const GrammarMatcher& m, int32_t id) const {
     if (id < 0 || (size_t)id >= vocab_->text.size()) return false;
-    if (vocab_->is_eog[id]) return m_.can_end();
-    if (m_.names_token(id) && m_.allows_token(id)) return true;
+    if (vocab_->is_eog[id]) return m.can_end();
+    if (m.names_token(id) && m.allows_token(id)) return true;
     const std::string& t = vocab_->text[id];
-    return !t.empty() && m_.allows(t);
+    return !t.empty() && m.allows(t);
+}
+
+bool GrammarConstraint::advance(GrammarMatcher& m, int32_t id) const {
+    if (id < 0 || (size_t)id >= vocab_->text.size()) return false;
+    if (vocab_->is_eog[id]) return m.can_end();  // the state stays: the grammar is complete
+    if (m.names_token(id) && m.accept_token(id)) return true;
+    const std::string& t = vocab_->text[id];
+    return !t.empty() && m.accept(t);
 }
 
 int32_t GrammarConstraint::sample(Sampler& s, const float* logits) {
+    std::vector<TokenProb> dist;
+    if (!distribution(s, logits, dist)) return -1;
+    if (dist.size() == 1) return dist[0].id;  // as Sampler::sample: a single survivor needs no draw
+    return s.draw(dist);
+}
+
+bool GrammarConstraint::distribution(Sampler& s, const float* logits, std::vector<TokenProb>& dist) {
     budget_hit_ = nullptr;
     m_.clear_budget_hit();
+    dist.clear();
     const size_t n = vocab_->text.size();
     // note: a state whose whole-vocabulary verdict is known (the start, prepared off the inference thread,
     // or a state seen before) checks candidates by lookup.
@@ -29,7 +45,6 @@ int32_t GrammarConstraint::sample(Sampler& s, const float* logits) {
         return known ? id >= 0 && (size_t)id < n && known->ok[id] : allowed(id);
     };
     s.apply(logits);
-    std::vector<TokenProb> dist;
     double sum = 0;
     const Verdict* known = known_verdict();
     // note: past a few candidates, one scan of the vocabulary as a trie is cheaper than checking each.
@@ -56,12 +71,11 @@ int32_t GrammarConstraint::sample(Sampler& s, const float* logits) {
         }
         if (dist.empty()) {
             if (!budget_hit_) budget_hit_ = m_.budget_hit();
-            return -1;
+            return false;
         }
     }
-    if (dist.size() == 1) return dist[0].id;  // as Sampler::sample: a single survivor needs no draw
     for (TokenProb& t : dist) t.p = (float)(t.p / sum);
-    return s.draw(dist);
+    return true;
 }
 
 // masked_ = logits with every token the chain must not see at -inf; false if no token is allowed.
@@ -159,7 +173,7 @@ bool GrammarConstraint::accept(int32_t id) {
     if (id < 0 || (size_t)id >= vocab_->text.size()) return false;
     if (vocab_->is_eog[id]) return m_.can_end();
     if (m_.names_token(id) && m_.accept_token(id)) return true;
-    return m_.accept(vocab_->text[id]);
+    return m_.accept(vocab_->text[id]);  // forced tokens: empty text is accepted without moving
 }
 
 std::string GrammarConstraint::budget_message() const {

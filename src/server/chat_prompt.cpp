@@ -55,10 +55,16 @@ ChatPrompt render_chat_prompt(const ServerContext& ctx, const Json& body, bool a
     const Tokenizer& tok = ctx.tokenizer();
     if (tok.bos() >= 0) in.bos_token = tok.token_text(tok.bos());
     if (tok.eos() >= 0) in.eos_token = tok.token_text(tok.eos());
-    // Assistant prefill: a last assistant message is continued rather than closed.
+    in.add_generation_prompt = get_bool(body, "add_generation_prompt", true);
+    // Assistant prefill: a last assistant message is continued rather than closed (after the assistant's
+    // opening, whatever add_generation_prompt says); llama-server refuses two at the end.
+    const size_t n = in.messages.size();
+    if (n >= 2 && in.messages[n - 1].value("role", "") == "assistant" &&
+        in.messages[n - 2].value("role", "") == "assistant")
+        bad_request("Cannot have 2 or more assistant messages at the end of the list.");
     std::string prefill;
-    if (!in.messages.empty() && in.messages.back().value("role", "") == "assistant" &&
-        in.messages.back()["content"].is_string()) {
+    if (n > 0 && in.messages.back().value("role", "") == "assistant" && in.messages.back()["content"].is_string()) {
+        in.add_generation_prompt = true;
         prefill = in.messages.back()["content"].get<std::string>();
         in.messages.erase(in.messages.size() - 1);
     }

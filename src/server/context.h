@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,9 +46,10 @@ struct ServerParams {
     bool special = false;     // -sp: control tokens are rendered in the generated text
     std::string grammar;      // --grammar / --json-schema: GBNF for requests without a constraint
     bool cache_prompt = true;
+    bool verbose = false;       // default of the request field `verbose` (OpenAI replies carry `__verbose`); -v sets it
     int32_t n_cache_reuse = 0;  // --cache-reuse
     SchedulerParams sched;
-    std::string chat_template;  // Jinja source overriding the model's (empty: the model's)
+    std::string chat_template;  // a built-in name or Jinja source overriding the model's (empty: the model's)
     chat::Json chat_template_kwargs = chat::Json::object();
     ReasoningFormat reasoning_format = ReasoningFormat::auto_;
     int32_t reasoning_budget = -1;
@@ -66,12 +68,26 @@ struct ServerContext {
     std::unique_ptr<Engine> engine;
     std::unique_ptr<Scheduler> scheduler;
     std::unique_ptr<chat::Template> tmpl;  // the model's, the flag's, or a built-in one
-    std::string tmpl_source;
+    std::string tmpl_source;               // Jinja source, or the built-in format's name
     std::string model_name;
     int64_t created = 0;  // unix seconds at start
     std::atomic<uint64_t> next_task_id{1};
 
     const Tokenizer& tokenizer() const { return model->tokenizer(); }
+
+    // The LoRA scales of requests without a "lora" field (one per adapter: --lora's, POST /lora-adapters).
+    std::vector<float> lora_scales() const {
+        std::lock_guard<std::mutex> lk(lora_mu_);
+        return lora_scales_;
+    }
+    void set_lora_scales(std::vector<float> s) {
+        std::lock_guard<std::mutex> lk(lora_mu_);
+        lora_scales_ = std::move(s);
+    }
+
+private:
+    mutable std::mutex lora_mu_;
+    std::vector<float> lora_scales_;
 };
 
 }  // namespace bee::server

@@ -96,7 +96,7 @@ document.getElementById('form').onsubmit = async e => {
 
 }  // namespace
 
-void register_page_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_page_routes(RouteTable& svr, ServerContext& ctx) {
     if (!ctx.params.webui) return;  // --no-webui
     auto page = guarded(
         [](const httplib::Request&, httplib::Response& res) { res.set_content(kPage, "text/html; charset=utf-8"); });

@@ -81,6 +81,7 @@ FinishInfo merge_finish(const std::vector<FinishInfo>& fs, size_t per_prompt) {
         m.predicted_ms = std::max(m.predicted_ms, fs[i].predicted_ms);
         m.draft_n += fs[i].draft_n;
         m.draft_n_accepted += fs[i].draft_n_accepted;
+        m.draft_n_grammar_cut += fs[i].draft_n_grammar_cut;
     }
     return m;
 }
@@ -93,6 +94,8 @@ Json sampling_json(const SamplingParams& s) {
         samplers.push_back(names.substr(at, end - at));
         at = end + 1;
     }
+    Json logit_bias = Json::array();  // llama-server's [{bias, token}]; a banned token's -inf is JSON null
+    for (const auto& [token, bias] : s.logit_bias) logit_bias.push_back({{"bias", bias}, {"token", token}});
     return Json{{"seed", s.seed},
                 {"temperature", s.temp},
                 {"dynatemp_range", s.dynatemp_range},
@@ -117,6 +120,7 @@ Json sampling_json(const SamplingParams& s) {
                 {"mirostat_tau", s.mirostat_tau},
                 {"mirostat_eta", s.mirostat_eta},
                 {"min_keep", s.min_keep},
+                {"logit_bias", logit_bias},
                 {"samplers", samplers}};
 }
 
@@ -140,6 +144,7 @@ Json timings_json(const FinishInfo& f) {
         t["draft_n"] = f.draft_n;
         t["draft_n_accepted"] = f.draft_n_accepted;
     }
+    if (f.draft_n_grammar_cut > 0) t["draft_n_grammar_cut"] = f.draft_n_grammar_cut;  // Bee's own: never verified
     return t;
 }
 

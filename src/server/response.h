@@ -34,7 +34,8 @@ std::vector<TaskResult> run_tasks(ServerContext& ctx, const httplib::Request& re
 // summed, the longest generation time.
 FinishInfo merge_finish(const std::vector<FinishInfo>& fs, size_t per_prompt = 0);
 
-// llama-server's timings; draft_n and draft_n_accepted only when the request drafted.
+// llama-server's timings; draft_n and draft_n_accepted only when the request drafted, draft_n_grammar_cut
+// (Bee's) only when its grammar cut drafts.
 Json timings_json(const FinishInfo& f);
 // llama-server's prompt_progress object: {total, cache, processed, time_ms}.
 Json progress_json(const TaskEvent& e);

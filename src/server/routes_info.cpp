@@ -2,12 +2,11 @@
 #include "server/http_util.h"
 #include "server/response.h"
 #include "server/routes.h"
+#include "server/wire_native.h"
 
 namespace bee::server {
 
-namespace {
-
-Json model_list(const ServerContext& ctx) {
+Json model_info_json(const ServerContext& ctx) {
     const HParams& hp = ctx.model->hparams();
     const Tokenizer& tok = ctx.tokenizer();
     Json meta = {{"vocab_type", std::string(tok.model_name()) == "llama" ? 1 : 2},
@@ -20,7 +19,13 @@ Json model_list(const ServerContext& ctx) {
               {"created", ctx.created},
               {"owned_by", "bee"},
               {"meta", meta}};
-    return Json{{"object", "list"}, {"data", Json::array({m})}};
+    return m;
+}
+
+namespace {
+
+Json model_list(const ServerContext& ctx) {
+    return Json{{"object", "list"}, {"data", Json::array({model_info_json(ctx)})}};
 }
 
 std::string join(const std::vector<std::string>& names) {
@@ -34,6 +39,7 @@ Json default_settings(const ServerContext& ctx) {
     Json params = sampling_json(ctx.params.sampling);
     params["n_predict"] = ctx.params.n_predict;
     params["cache_prompt"] = ctx.params.cache_prompt;
+    params["lora"] = lora_scales_json(ctx.lora_scales());
     Json out{{"n_ctx", ctx.scheduler->n_ctx_slot()}, {"params", params}};
     // The server's speculative settings, under llama-server's request keys (each can be overridden).
     Json& p = out["params"];
@@ -63,7 +69,7 @@ Json slots_json(const ServerContext& ctx) {
 
 }  // namespace
 
-void register_info_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_info_routes(RouteTable& svr, ServerContext& ctx) {
     auto health = guarded([](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
     svr.Get("/health", health);
     svr.Get("/v1/health", health);

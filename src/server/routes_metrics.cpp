@@ -1,6 +1,7 @@
 // server/routes_metrics: GET /metrics in Prometheus text format with llama-server's metric names
 // (llamacpp:*), so existing dashboards keep working, plus the speculative-decoding totals llama-server
-// lacks (llamacpp:n_drafted_total, llamacpp:n_drafted_accepted_total) in the same style.
+// lacks (llamacpp:n_drafted_total, llamacpp:n_drafted_accepted_total, llamacpp:n_drafted_grammar_cut_total)
+// in the same style.
 #include <ctime>
 
 #include "base/error.h"
@@ -22,6 +23,8 @@ std::string prometheus_text(const SchedulerMetrics& m) {
     const double busy_per_decode = m.n_decode_total ? (double)m.n_busy_slots_total / (double)m.n_decode_total : 0.0;
     const Metric metrics[] = {
         {"prompt_tokens_total", "counter", "Number of prompt tokens processed.", (double)m.prompt_tokens_total},
+        {"prompt_tokens_cached_total", "counter", "Number of prompt tokens reused from the cache",
+         (double)m.prompt_tokens_cached_total},
         {"prompt_seconds_total", "counter", "Prompt process time", m.prompt_seconds_total},
         {"tokens_predicted_total", "counter", "Number of generation tokens processed.",
          (double)m.tokens_predicted_total},
@@ -37,6 +40,9 @@ std::string prometheus_text(const SchedulerMetrics& m) {
          (double)m.n_drafted_total},
         {"n_drafted_accepted_total", "counter", "Speculative draft tokens accepted (finished requests).",
          (double)m.n_drafted_accepted_total},
+        {"n_drafted_grammar_cut_total", "counter",
+         "Speculative draft tokens a request's grammar rejected before verification (finished requests).",
+         (double)m.n_drafted_grammar_cut_total},
         {"requests_processing", "gauge", "Number of requests processing.", (double)m.requests_processing},
         {"requests_deferred", "gauge", "Number of requests deferred.", (double)m.requests_deferred},
     };
@@ -49,7 +55,7 @@ std::string prometheus_text(const SchedulerMetrics& m) {
 
 }  // namespace
 
-void register_metrics_routes(httplib::Server& svr, ServerContext& ctx) {
+void register_metrics_routes(RouteTable& svr, ServerContext& ctx) {
     svr.Get("/metrics", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
                 if (!ctx.params.metrics)
                     throw HttpError(501, "not_supported_error",

@@ -8,7 +8,6 @@
 
 #include "base/error.h"
 #include "base/log.h"
-#include "chat/builtin_templates.h"
 #include "server/http_util.h"
 #include "server/routes.h"
 
@@ -119,14 +118,29 @@ void set_cors_headers(const ServerParams& p, const httplib::Request& req, httpli
     res.set_header("Vary", "Origin");
     if (named) res.set_header("Access-Control-Allow-Credentials", "true");
     if (preflight) {
-        res.set_header("Access-Control-Allow-Methods", "GET, POST");
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");  // llama-server's default
         res.set_header("Access-Control-Allow-Headers", "*");
     }
 }
 
 }  // namespace
 
-HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
+void register_model_routes(RouteTable& svr, ServerContext& ctx) {
+    register_info_routes(svr, ctx);
+    register_slot_routes(svr, ctx);
+    register_completion_routes(svr, ctx);
+    register_chat_routes(svr, ctx);
+    register_tokenize_routes(svr, ctx);
+    register_metrics_routes(svr, ctx);
+    register_page_routes(svr, ctx);
+    register_infill_routes(svr, ctx);
+    register_anthropic_routes(svr, ctx);
+    register_responses_routes(svr, ctx);
+    register_embedding_routes(svr, ctx);
+    register_lora_routes(svr, ctx);
+}
+
+HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
     const ServerParams& p = ctx_.params;
     const size_t n_max = p.threads_http > 0 ? (size_t)p.threads_http : 1024;
     svr_.new_task_queue = [n_max, n_keep = (size_t)p.sched.n_parallel + 4] {
@@ -186,17 +200,13 @@ HttpServer::HttpServer(ServerContext& ctx) : ctx_(ctx) {
         } catch (...) {}
         send_error(res, HttpError(500, "server_error", msg));
     });
-    register_info_routes(svr_, ctx_);
-    register_slot_routes(svr_, ctx_);
-    register_completion_routes(svr_, ctx_);
-    register_chat_routes(svr_, ctx_);
-    register_tokenize_routes(svr_, ctx_);
-    register_metrics_routes(svr_, ctx_);
-    register_page_routes(svr_, ctx_);
-    register_infill_routes(svr_, ctx_);
-    register_anthropic_routes(svr_, ctx_);
-    register_responses_routes(svr_, ctx_);
-    register_embedding_routes(svr_, ctx_);
+    if (router) {
+        register_router_routes(svr_, ctx_, *router);
+    } else {
+        RouteTable routes;
+        register_model_routes(routes, ctx_);
+        routes.install(svr_);
+    }
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -221,6 +231,7 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     BEE_LOG_INFO("model: %s", ctx.model->describe().c_str());
     resolve_embedding_options(ctx);
     ctx.engine = std::make_unique<Engine>(*ctx.model, ep);
+    ctx.set_lora_scales(ctx.engine->lora_default());
     ctx.scheduler = std::make_unique<Scheduler>(*ctx.engine, p.sched);
     ctx.tmpl_source =
         p.chat_template.empty() ? ctx.model->gguf().get_str("tokenizer.chat_template", "") : p.chat_template;
@@ -228,11 +239,11 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
         // No template in the file: pick a built-in one by the turn markers the vocabulary has (ChatML
         // otherwise, as llama-server does).
         const char* name = ctx.model->tokenizer().find_token("<start_of_turn>") >= 0 ? "gemma" : "chatml";
-        ctx.tmpl_source = chat::builtin_template(name);
+        ctx.tmpl_source = name;
         BEE_LOG_WARN("the model has no chat template: using the built-in '%s' (override with --chat-template)", name);
     }
     try {
-        ctx.tmpl = std::make_unique<chat::Template>(chat::Template::parse(ctx.tmpl_source));
+        ctx.tmpl = std::make_unique<chat::Template>(chat::Template::load(ctx.tmpl_source));
     } catch (const Error& e) {
         fail("chat template: %s", e.what());
     }

@@ -12,9 +12,13 @@
 
 namespace bee::server {
 
+class ModelRouter;
+
 class HttpServer {
 public:
-    explicit HttpServer(ServerContext& ctx);
+    // One model: ctx's routes. Router mode (`router` given): ctx holds only the server's parameters, and
+    // the routes are the router's (server/routes_router).
+    explicit HttpServer(ServerContext& ctx, ModelRouter* router = nullptr);
     ~HttpServer();
 
     // Binds host:port and starts answering on a background thread (503 until ctx.ready).
@@ -27,6 +31,10 @@ private:
     BeeHttplibServer svr_;
     std::thread thread_;
 };
+
+// Router mode's routes: /models, /models/load, /models/unload, /props, /health, the chat page, and a
+// dispatcher to the named model for every other endpoint.
+void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRouter& router);
 
 // Loads the model, engine, scheduler and chat template into ctx (then sets ctx.ready).
 // Throws bee::Error with the reason (bad file, bad template, bad options).

@@ -22,12 +22,20 @@ struct DraftTree {
     // p > 0 only). When present for every node, the verifier uses exact rejection sampling
     // (Leviathan et al. 2023, Alg. 1) instead of sample-and-match.
     std::vector<std::vector<TokenProb>> q;
+    // A sampled chain (q for every node) cut by a grammar (spec/draft_grammar.h): the q of the first node
+    // removed, which the target could never accept. Rejection sampling would have rejected it for sure and
+    // drawn from norm(max(0, p - q_cut)), so the verifier draws the token after the last kept node (the
+    // root if none is kept) from there: without it the step would not keep the target distribution.
+    std::vector<TokenProb> q_cut;
 
     int size() const { return (int)nodes.size(); }
     bool empty() const { return nodes.empty(); }
+    // Something to verify: nodes, or a sampled chain cut before its first node (q_cut alone).
+    bool drafted() const { return !nodes.empty() || !q_cut.empty(); }
     void clear() {
         nodes.clear();
         q.clear();
+        q_cut.clear();
     }
     // Appends a node below `parent` (-1: the root) and returns its index.
     int add(int32_t token, int32_t parent) {
@@ -50,13 +58,17 @@ struct DraftTree {
         return d;
     }
     // Keeps the nodes of depth <= d (a prefix of the node list when nodes are in breadth or chain order;
-    // otherwise parents are remapped).
+    // otherwise parents are remapped). Limits fixed before drafting keep the verifier exact; q_cut goes
+    // if nodes do (it belonged to a node past the new end).
     void truncate_depth(int d);
     // Keeps at most n nodes (the first ones; parents come first, so the result is still a tree).
     void truncate_size(int n);
     // Keeps one chain: the root's first child, its first child, and so on (drafters add the likeliest
     // child first), for targets that cannot verify a tree.
     void keep_first_branch();
+    // Removes the nodes flagged in `drop` (one flag per node) with everything below them; the others keep
+    // their order (parents remapped, q kept with its node). Returns how many nodes went.
+    int remove_subtrees(const std::vector<uint8_t>& drop);
 };
 
 }  // namespace bee

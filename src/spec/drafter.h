@@ -13,6 +13,7 @@
 namespace bee {
 
 class Model;
+class ThreadPool;
 
 // What a drafter is asked for, once per speculative step of one sequence.
 struct DraftRequest {
@@ -87,7 +88,8 @@ struct DrafterShared {
 struct DrafterEnv {
     const SpecParams& params;
     const Model& target;
-    DrafterShared* shared;  // this kind's shared state (nullptr if the kind has none)
+    DrafterShared* shared;       // this kind's shared state (nullptr if the kind has none)
+    ThreadPool* pool = nullptr;  // the target's threads, for drafters that compute (drafting runs between decodes)
 };
 
 }  // namespace bee

@@ -5,6 +5,8 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/thread_pool.h"
+#include "gguf/gguf.h"
 #include "spec/drafters/drafters.h"
 
 namespace bee {
@@ -16,7 +18,7 @@ const std::vector<DrafterKind>& drafter_kinds() {
     static const std::vector<DrafterKind> kinds = {kDrafterNgramSimple, kDrafterNgramMapK,  kDrafterNgramMapK4v,
                                                    kDrafterNgramMod,    kDrafterNgramCache, kDrafterCopyspec,
                                                    kDrafterRecycle,     kDrafterSuffix,     kDrafterMtp,
-                                                   kDrafterDraftModel};
+                                                   kDrafterDraftModel,  kDrafterEagle3,     kDrafterDflash};
     return kinds;
 }
 
@@ -26,8 +28,8 @@ std::string drafter_kind_names() {
     return s;
 }
 
-static bool has_alias(const DrafterKind& k, const std::string& name) {
-    std::stringstream ss(k.aliases);
+static bool in_list(const char* list, const std::string& name) {
+    std::stringstream ss(list);
     std::string a;
     while (std::getline(ss, a, ','))
         if (a == name) return true;
@@ -36,7 +38,7 @@ static bool has_alias(const DrafterKind& k, const std::string& name) {
 
 const DrafterKind* find_drafter_kind(const std::string& name) {
     for (const DrafterKind& k : drafter_kinds())
-        if (name == k.name || has_alias(k, name)) return &k;
+        if (name == k.name || in_list(k.aliases, name)) return &k;
     return nullptr;
 }
 
@@ -63,15 +65,58 @@ std::vector<std::string> parse_spec_types(const std::string& list) {
     return ordered;
 }
 
-SpecShared::SpecShared(const SpecParams& params, const Model& target) : params_(params), target_(target) {
+static std::string file_architecture(const std::string& path) {
+    return GgufFile::open(path).get_str("general.architecture", "");
+}
+
+const DrafterKind& drafter_kind_for_file(const std::string& path) {
+    const std::string arch = file_architecture(path);
+    const DrafterKind* model = nullptr;
+    for (const DrafterKind& k : drafter_kinds()) {
+        if (k.file_arch && *k.file_arch && in_list(k.file_arch, arch)) return k;
+        if (k.file_arch && !*k.file_arch) model = &k;
+    }
+    return *model;
+}
+
+void check_drafter_file(const DrafterKind& kind, const std::string& path) {
+    if (!kind.file_arch || path.empty()) return;
+    const DrafterKind& fits = drafter_kind_for_file(path);
+    if (&fits == &kind) return;
+    fail("%s is a '%s' file, which --spec-type %s cannot use: use --spec-type %s with it", path.c_str(),
+         file_architecture(path).c_str(), kind.name, fits.name);
+}
+
+std::vector<std::string> spec_types_for_slot(const SpecParams& params, const std::vector<std::string>& types,
+                                             int slot) {
+    std::vector<std::string> out;
+    for (const std::string& t : types) {
+        const DrafterKind* k = find_drafter_kind(t);
+        const int32_t cap = k && k->max_slots ? k->max_slots(params) : 0;
+        if (cap <= 0 || slot < cap) out.push_back(t);
+    }
+    return out;
+}
+
+SpecShared::SpecShared(const SpecParams& params, const Model& target, ThreadPool* pool)
+    : params_(params), target_(target), pool_(pool) {
     for (const std::string& name : params_.types) {
         const DrafterKind* k = find_drafter_kind(name);
         if (!k) fail("unknown speculative type: '%s'", name.c_str());
+        check_drafter_file(*k, params_.draft_model);
         if (k->make_shared) shared_[name] = k->make_shared(params_, target_);
     }
 }
 
 SpecShared::~SpecShared() = default;
+
+ThreadPool& SpecShared::pool() {
+    if (!pool_) {
+        own_pool_ = std::make_unique<ThreadPool>(default_thread_count());
+        pool_ = own_pool_.get();
+    }
+    return *pool_;
+}
 
 DepthPrior& SpecShared::depth_prior(const std::vector<std::string>& types) {
     std::string key;

@@ -38,6 +38,12 @@ struct DrafterKind {
     std::unique_ptr<Drafter> (*make)(const DrafterEnv& env);
     // Process-wide state, created once at start-up (nullptr: none).
     std::unique_ptr<DrafterShared> (*make_shared)(const SpecParams& params, const Model& target);
+    // Kinds that load -md FILE: the general.architecture(s) that file has ("eagle3"; several
+    // comma-separated), or "" for a model of any other architecture (the draft model); -md without
+    // --spec-type picks the kind by the file's architecture. nullptr: the kind does not read -md.
+    const char* file_arch = nullptr;
+    // Server slots that may use this kind (slot ids 0 .. N-1; N <= 0: every slot). nullptr: every slot.
+    int32_t (*max_slots)(const SpecParams& p) = nullptr;
 };
 
 // Every drafter kind, highest priority first.
@@ -50,12 +56,25 @@ const DrafterKind* find_drafter_kind(const std::string& name);  // by name or al
 // Throws Error naming an unknown type and listing the known ones.
 std::vector<std::string> parse_spec_types(const std::string& list);
 
+// The kind -md FILE means without --spec-type: the one whose file_arch is the file's architecture, else
+// the draft model. Throws Error if the file cannot be read.
+const DrafterKind& drafter_kind_for_file(const std::string& path);
+// Refuses a file given for a kind it does not fit (an EAGLE-3 head as a draft model and the reverse),
+// saying which --spec-type the file is for.
+void check_drafter_file(const DrafterKind& kind, const std::string& path);
+
+// The kinds of `types` server slot `slot` may use (each kind's max_slots), in the same order.
+std::vector<std::string> spec_types_for_slot(const SpecParams& params, const std::vector<std::string>& types, int slot);
+
 // Shared state of every kind in params.types; loads draft models and lookup caches, so bad files are
 // reported at start-up. One per process (the server shares it between slots).
 class SpecShared {
 public:
-    SpecShared(const SpecParams& params, const Model& target);
+    // pool: the target engine's threads, lent to drafters that compute between decodes (nullptr: the
+    // first such drafter gets a pool of its own).
+    SpecShared(const SpecParams& params, const Model& target, ThreadPool* pool = nullptr);
     ~SpecShared();
+    ThreadPool& pool();
     const SpecParams& params() const { return params_; }
     const Model& target() const { return target_; }
     DrafterShared* get(const std::string& name) const;
@@ -70,7 +89,9 @@ private:
     const Model& target_;
     std::map<std::string, std::unique_ptr<DrafterShared>> shared_;
     std::shared_ptr<VerifyCostModel> verify_cost_ = std::make_shared<VerifyCostModel>();
-    std::map<std::string, DepthPrior> priors_;  // key: the type names joined with ','
+    std::map<std::string, DepthPrior> priors_;
+    ThreadPool* pool_;
+    std::unique_ptr<ThreadPool> own_pool_;  // key: the type names joined with ','
 };
 
 }  // namespace bee

@@ -43,7 +43,9 @@ struct SpecParams {
     float draft_p_min = 0.0f;      // --spec-draft-p-min: the draft model stops below this top probability
     float draft_temp = 0.0f;       // --spec-draft-temp: 0 greedy drafting, > 0 sampled (exact rejection)
     bool draft_temp_auto = false;  // --spec-draft-temp auto: use the target's temperature
-    std::string draft_model;       // -md FILE
+    int draft_top_k = 4;           // --spec-draft-top-k: candidates per depth for tree drafts (1 with no branches)
+    int branch_budget = 0;         // --spec-branch-budget: tree nodes beyond the main path (0: chains)
+    std::string draft_model;       // -md FILE (a draft model, an EAGLE-3 head or a DFlash drafter)
     int draft_n_ctx = 4096;        // the draft model's context (set to the target's)
     int draft_n_threads = 0;       // 0: all cores
 
@@ -55,7 +57,9 @@ struct SpecParams {
     int recycle_k = 8;  // successors kept per token
     int suffix_max_depth = 64;
     float suffix_factor = 2.0f, suffix_offset = 0.0f, suffix_min_prob = 0.1f;
-    int suffix_tree_nodes = 0;  // --spec-suffix-tree: > 0 drafts a best-first tree of this many nodes
+    int suffix_tree_nodes = 0;   // --spec-suffix-tree: > 0 drafts a best-first tree of this many nodes
+    int dflash_cross_ctx = 512;  // --spec-dflash-cross-ctx: context positions a DFlash block attends to
+    int dflash_max_slots = 0;    // --spec-dflash-max-slots: server slots that draft with DFlash (0: all)
 
     DepthParams depth;
 

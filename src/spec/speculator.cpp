@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/timer.h"
 #include "model/model.h"
+#include "spec/draft_grammar.h"
 
 namespace bee {
 
@@ -19,7 +20,7 @@ Speculator::Speculator(SpecShared& shared, const std::vector<std::string>& types
         if (!k) fail("unknown speculative type: '%s'", name.c_str());
         if (std::find(p.types.begin(), p.types.end(), name) == p.types.end())
             fail("speculative type '%s' was not started with this process (--spec-type)", name.c_str());
-        DrafterEnv env{p, shared.target(), shared.get(name)};
+        DrafterEnv env{p, shared.target(), shared.get(name), k->reads_hidden ? &shared.pool() : nullptr};
         drafters_.push_back(k->make(env));
         DrafterStats st;
         st.name = k->stats_name;
@@ -67,6 +68,7 @@ const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t 
     tree_.clear();
     winner_ = -1;
     depth_ = 0;
+    n_cut_ = 0;
     timed_ = lim.timed;
     draft_ms_ = 0;
     if (drafters_.empty()) return tree_;
@@ -83,17 +85,21 @@ const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t 
     const int32_t n_past = (int32_t)history.size();
     const double plain = shared_.verify_cost()->predict(n_past, 0), one = shared_.verify_cost()->predict(n_past, 1);
     if (plain > 0 && one > 0) req.row_cost = one / plain - 1.0;
-    for (size_t i = 0; i < drafters_.size() && tree_.empty(); i++) {
+    for (size_t i = 0; i < drafters_.size() && !tree_.drafted(); i++) {
         const double t0 = time_ms();
         drafters_[i]->draft(req, tree_);
         stats_.drafters[i].n_draft++;
         stats_.drafters[i].ms_draft += time_ms() - t0;
         if (tree_.max_depth() > depth_) tree_.truncate_depth(depth_);
         if (lim.chains_only && !tree_.is_chain()) tree_.keep_first_branch();
+        if (lim.grammar) n_cut_ += cut_draft_to_grammar(tree_, *lim.grammar);
         tree_.truncate_size(lim.n_nodes);
-        if (!tree_.empty() && tree_.max_depth() < std::max(n_min, 1)) tree_.clear();  // too short to pay
-        if (!tree_.empty()) winner_ = (int)i;
+        // too short to pay; but a sampled chain the grammar cut stays, whatever its length: dropping it
+        // would depend on its draws, and rejection sampling would no longer be exact (DraftTree::q_cut)
+        if (!tree_.empty() && tree_.q_cut.empty() && tree_.max_depth() < std::max(n_min, 1)) tree_.clear();
+        if (tree_.drafted()) winner_ = (int)i;
     }
+    stats_.n_grammar_cut += n_cut_;
     draft_ms_ = time_ms() - t_start_;
     return tree_;
 }
@@ -128,7 +134,8 @@ int Speculator::add_to_batch(Batch& b, int32_t id_last, int32_t pos, int seq) co
     return row0;
 }
 
-VerifyResult Speculator::verify(const Batch& b, const DecodeOutput& out, int row0, Sampler& sampler) {
+VerifyResult Speculator::verify(const Batch& b, const DecodeOutput& out, int row0, Sampler& sampler,
+                                GrammarConstraint* grammar) {
     const int n = 1 + tree_.size();
     row_tokens_.assign(b.token.begin() + row0, b.token.begin() + row0 + n);
     row_logits_.resize(n);
@@ -136,7 +143,7 @@ VerifyResult Speculator::verify(const Batch& b, const DecodeOutput& out, int row
         row_logits_[i] = out.logits_for_row(row0 + i);
         if (!row_logits_[i]) fail("speculator: batch row %d has no logits (add_to_batch asks for them)", row0 + i);
     }
-    return verify_tree(tree_, row_logits_, sampler);
+    return verify_tree(tree_, row_logits_, sampler, grammar);
 }
 
 void Speculator::commit(Engine& eng, int seq, int32_t pos, const VerifyResult& r) {

@@ -37,6 +37,7 @@
 
 #include "model/batch.h"
 #include "model/engine.h"
+#include "sample/grammar.h"
 #include "sample/sampler.h"
 #include "spec/depth_policy.h"
 #include "spec/drafter.h"
@@ -57,6 +58,10 @@ struct DraftLimits {
     // The target's memory follows one path (recurrent layers, SeqMemory::can_decode_trees): a tree draft is
     // cut to its first branch.
     bool chains_only = false;
+    // The request's grammar at id_last (constrained requests): each draft is cut at the first token it
+    // rejects, per path (spec/draft_grammar.h), before the depth / size limits; a draft cut below
+    // n_min lets the next drafter try. Pass the same constraint to verify(). null: unconstrained.
+    const GrammarConstraint* grammar = nullptr;
 };
 
 class Speculator {
@@ -73,7 +78,9 @@ public:
     const DraftTree& draft(const std::vector<int32_t>& history, int32_t id_last, const DraftLimits& limits);
     // Appends [id_last, draft nodes] for `seq` (id_last at `pos`); returns id_last's row.
     int add_to_batch(Batch& b, int32_t id_last, int32_t pos, int seq) const;
-    VerifyResult verify(const Batch& b, const DecodeOutput& out, int row0, Sampler& sampler);
+    // `grammar`: the request's constraint, the one given to draft() (it moves along the emitted tokens).
+    VerifyResult verify(const Batch& b, const DecodeOutput& out, int row0, Sampler& sampler,
+                        GrammarConstraint* grammar = nullptr);
     void commit(Engine& eng, int seq, int32_t pos, const VerifyResult& r);
     void end(const std::vector<int32_t>& output);
 
@@ -86,6 +93,8 @@ public:
     void add_drafter(std::unique_ptr<Drafter> d, const char* stats_name);
 
     const DraftTree& tree() const { return tree_; }
+    // Draft nodes the grammar cut in the last draft() (never verified).
+    int n_grammar_cut() const { return n_cut_; }
     const SpecStats& stats() const { return stats_; }
     const char* policy_name() const { return policy_->name(); }
 
@@ -98,6 +107,7 @@ private:
     DraftTree tree_;
     int winner_ = -1;  // drafter that produced tree_, -1: none
     int depth_ = 0;    // cap asked this cycle
+    int n_cut_ = 0;    // draft nodes the grammar cut this cycle
     bool timed_ = true;
     double t_start_ = 0, draft_ms_ = 0;
     std::vector<int32_t> row_tokens_;

@@ -68,6 +68,7 @@ void SpecStats::merge(const SpecStats& o) {
     }
     n_cycles += o.n_cycles;
     n_tokens += o.n_tokens;
+    n_grammar_cut += o.n_grammar_cut;
 }
 
 }  // namespace bee

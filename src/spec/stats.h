@@ -28,6 +28,7 @@ struct SpecStats {
     std::vector<DrafterStats> drafters;  // one per configured type, in priority order
     int64_t n_cycles = 0;                // target decodes while generating
     int64_t n_tokens = 0;                // tokens emitted by those decodes
+    int64_t n_grammar_cut = 0;           // draft tokens a grammar rejected before verification
     int64_t draft_n() const;             // draft tokens proposed (llama-server timings.draft_n)
     int64_t draft_n_accepted() const;
     void merge(const SpecStats& o);

@@ -10,8 +10,8 @@
 #include "base/error.h"
 #include "server/chat_prompt.h"
 #include "server/context.h"
-#include "server/request.h"
 #include "server/server.h"
+#include "server/wire_generation.h"
 
 namespace {
 

@@ -63,6 +63,15 @@ def test_builtin_template_for_a_model_without_one(bee, gemma):
     assert r.stdout.strip() != ""
 
 
+def test_llama_cpp_template_names(bee, smollm):
+    # Any of llama.cpp's built-in names is a template; an unknown one is refused with the list.
+    r = chat(bee, smollm, ["Hi"], "--chat-template", "chatml")
+    assert r.stdout.strip() != ""
+    r = bee("chat", "-m", smollm, *GREEDY, "--chat-template", "llama-3", input="hi\n")
+    assert r.returncode != 0 and "'llama-3'" in r.stderr
+    assert all(name in r.stderr for name in ("llama3", "mistral-v7-tekken", "deepseek3", "command-r", "phi4"))
+
+
 def test_bad_template_file_is_a_clear_error(bee, smollm, tmp_path):
     bad = tmp_path / "bad.jinja"
     bad.write_text("{% for m in messages %}\n{{ m.content }\n{% endfor %}")

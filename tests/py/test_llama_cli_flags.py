@@ -67,3 +67,15 @@ def test_bench_takes_llama_bench_flags(bee, smollm):
     assert r.returncode == 0, r.stderr
     assert ("every layer runs on the CPU" if offload_built(bee) else "no GPU backend") in r.stderr
     assert len(json.loads(r.stdout)) == 2
+
+
+def test_a_commands_own_flag_wins_over_a_compat_row(bee, smollm, tmp_path):
+    # bench spec's -r is --repetitions; llama-cli's -r (--reverse-prompt) stays a reported no-op for `bee run`
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"user": "Say hi."}) + "\n")
+    r = bee("bench", "spec", "-m", smollm, "--prompts", str(prompts), "-n", "2", "--types", "none", "-r", "2", "-t", "1")
+    assert r.returncode == 0, r.stderr
+    assert "reverse-prompt" not in r.stderr
+    assert "rep 2:" in r.stdout + r.stderr and "rep 3:" not in r.stdout + r.stderr
+    run = bee("run", "-m", smollm, "-p", "Hi", "-n", "1", "--temp", "0", "-r", "User:")
+    assert run.returncode == 0 and "-r/--reverse-prompt User:: ignored" in run.stderr

@@ -53,12 +53,13 @@ def prompt_tokens(server, messages, **kw):
 
 class Server:
     def __init__(self, *args, api_key=None, model=SMOLLM):
+        """model=None: no -m (router mode takes its models from the flags in args)."""
         assert BEE.exists(), f"{BEE} is missing: run `make build`"
-        assert model.exists(), f"{model} is missing: run `make models`"
+        assert model is None or model.exists(), f"{model} is missing: run `make models`"
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.api_key = api_key
-        cmd = [str(BEE), "serve", "-m", str(model), "--port", str(self.port), *map(str, args)]
+        cmd = [str(BEE), "serve", *(["-m", str(model)] if model else []), "--port", str(self.port), *map(str, args)]
         if api_key:
             cmd += ["--api-key", api_key]
         self.log = tempfile.NamedTemporaryFile("w+", prefix="bee-serve-", suffix=".log", delete=False)

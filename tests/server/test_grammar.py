@@ -211,25 +211,6 @@ def test_bad_constraints_are_400(server, body, needle):
     assert r["error"]["type"] == "invalid_request_error"
 
 
-def test_constrained_requests_do_not_speculate():
-    """A grammar turns drafting off for its request (drafts would bypass the mask); others still draft."""
-    from conftest import Server
-    s = Server("-c", "1024", "-np", "1", "--spec-type", "suffix")
-    try:
-        prompt = "one two three four five six. " * 6 + "one two"
-        body = {"prompt": prompt, "n_predict": 24, "temperature": 0, "ignore_eos": True}
-        status, _, free = s.post("/completion", body)
-        assert status == 200 and free["timings"].get("draft_n", 0) > 0, free["timings"]
-        status, _, con = s.post("/completion", {**body, "grammar": "root ::= [a-z .]+"})
-        assert status == 200 and "draft_n" not in con["timings"], con["timings"]
-        # greedy: the same text as long as the model's own choice fits the grammar (up to its last word)
-        fits = re.match(r"[a-z .]*", free["content"]).group(0)
-        assert len(fits) > 10 and con["content"].startswith(fits[:fits.rfind(" ")]), (fits, con["content"])
-        assert re.fullmatch(r"[a-z .]+", con["content"])
-    finally:
-        s.stop()
-
-
 def test_tool_choice_required_hermes_parallel():
     """In the Hermes format the grammar allows several <tool_call> blocks; SmolLM2, asked about two
     cities, writes two calls that the parser returns."""

@@ -25,7 +25,7 @@ LLAMA_SERVER_FLAGS = [
 IGNORED = ["-ngl", "-fa", "--no-mmap", "--offline", "--no-jinja", "-tb", "--no-warmup", "--numa", "--prio", "-dev",
            "-sm", "-ts", "-mg", "-kvo", "--no-perf", "-e", "--props", "--no-cache-idle-slots",
            "--sleep-idle-seconds", "--log-colors", "-ot", "--cpu-moe", "--n-cpu-moe", "--swa-full",
-           "--yarn-orig-ctx", "-dt"]
+           "-dt"]
 
 
 def offload_built():
@@ -68,7 +68,7 @@ def test_a_llama_server_command_line_starts_and_serves():
     (["--hf-repo", "ggml-org/models", "--hf-file", "x.gguf"], ["--hf-repo", "-m FILE"]),
     (["-mu", "https://example.com/m.gguf"], ["-mu", "-m FILE"]),
     (["-m", str(SMOLLM), "--spm-infill"], ["--spm-infill", "prefix-suffix-middle"]),
-    (["-m", str(SMOLLM), "--rope-scaling", "yarn"], ["yarn", "linear rope scaling only"]),
+    (["-m", str(SMOLLM), "--rope-scaling", "ntk"], ["'ntk'", "none, linear or yarn"]),
     (["-m", str(SMOLLM), "--override-kv", "llama.context_length=integer:5"], ["unknown TYPE 'integer'"]),
     (["-m", str(SMOLLM), "--override-kv", "llama.context_length"], ["KEY=TYPE:VALUE"]),
     (["-m", str(SMOLLM), "--override-kv", "llama.context_length=int:12x"], ["'12x' is not an integer"]),
@@ -104,7 +104,12 @@ def test_rope_flags_change_the_logits_and_the_default_is_the_models():
                        "kv-base": ["--override-kv", "llama.rope.freq_base=float:100000"],
                        "base-10k": ["--rope-freq-base", "10000"],
                        "linear-2": ["--rope-scaling", "linear", "--rope-scale", "2"],
-                       "freq-scale-half": ["--rope-freq-scale", "0.5"]}.items():
+                       "freq-scale-half": ["--rope-freq-scale", "0.5"],
+                       "yarn-4": ["--rope-scaling", "yarn", "--rope-scale", "4"],
+                       "yarn-kv": ["--override-kv", "llama.rope.scaling.type=str:yarn,llama.rope.scaling.factor=float:4"],
+                       "yarn-4-interp": ["--rope-scaling", "yarn", "--rope-scale", "4", "--yarn-ext-factor", "0",
+                                         "--yarn-attn-factor", "1"],
+                       "linear-4": ["--rope-scaling", "linear", "--rope-scale", "4"]}.items():
         s = Server("-c", "512", "-np", "1", *args)
         try:
             runs[name] = probs(s, prompt)
@@ -114,6 +119,9 @@ def test_rope_flags_change_the_logits_and_the_default_is_the_models():
     assert runs["base-10k"] != runs["default"]
     assert runs["linear-2"] != runs["default"]
     assert runs["freq-scale-half"] == runs["linear-2"]  # --rope-freq-scale 0.5 is --rope-scale 2
+    assert runs["yarn-4"] == runs["yarn-kv"]  # the flags and the file's keys mean the same
+    assert runs["yarn-4"] != runs["linear-4"] and runs["yarn-4"] != runs["default"]
+    assert runs["yarn-4-interp"] == runs["linear-4"]  # YaRN with no extrapolation mix is linear scaling
 
 
 def test_request_defaults_from_the_command_line():

@@ -2,8 +2,8 @@
 # asked (a ban, a forced token, a token given as text), bad values get a 400 naming the entry; the further
 # llama.cpp samplers (top_n_sigma, typical_p, xtc, dynatemp, min_keep, mirostat 1 and 2, DRY, the
 # `samplers` order) act; post_sampling_probs, timings_per_token, t_max_predict_ms, n_indent,
-# return_progress and response_fields work; a request without a seed draws a fresh one; `lora` (Bee loads
-# no adapters) is refused when given (accepted empty). Context shift: test_context_shift.py.
+# return_progress and response_fields work; a request without a seed draws a fresh one. Context shift:
+# test_context_shift.py; `lora`: test_lora.py.
 import pytest
 
 from conftest import Server, http
@@ -56,15 +56,6 @@ def test_logit_bias_errors(server, bias, words):
     code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 1, "logit_bias": bias})
     assert code == 400, j
     assert words in j["error"]["message"]
-
-
-@pytest.mark.parametrize("field, on, off", [("lora", [{"id": 0, "scale": 1.0}], [])])
-def test_unimplemented_options_refused_when_on(server, field, on, off):
-    code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 1, field: on})
-    assert code == 400, j
-    assert field in j["error"]["message"]
-    code, _, j = server.post("/completion", {"prompt": PROMPT, "n_predict": 1, field: off})
-    assert code == 200, j
 
 
 def sampled(server, **extra):

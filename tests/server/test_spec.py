@@ -241,3 +241,78 @@ def test_reasoning_budget_inside_a_draft():
         assert got[2]["choices"][0]["message"] == want[2]["choices"][0]["message"]
         assert got[2]["usage"]["completion_tokens_details"]["reasoning_tokens"] == n
     assert sum(g[2]["timings"].get("draft_n_accepted", 0) for g in outs[1]) > 0
+
+
+@pytest.fixture(scope="module")
+def eagle3_head(tmp_path_factory):
+    """A random-weight EAGLE-3 head for SmolLM2 (it exercises drafting and rollback, not acceptance)."""
+    import subprocess
+    import sys
+    from conftest import ROOT, SMOLLM
+    out = tmp_path_factory.mktemp("eagle3") / "head.gguf"
+    subprocess.run([sys.executable, str(ROOT / "tests" / "reference" / "random_eagle3_head.py"), "--target",
+                    str(SMOLLM), "--out", str(out)], check=True)
+    return out
+
+
+@pytest.mark.parametrize("types", ["draft-eagle3", "ngram-mod,draft-eagle3"])
+def test_eagle3_four_slots_greedy_equals_no_speculation(types, plain, eagle3_head):
+    want = run_all(plain, n=128)
+    s = Server(*ARGS, "-md", eagle3_head, "--spec-type", types, "--spec-draft-n-max", "3", "--no-spec-dm-adaptive")
+    try:
+        got = run_all(s, n=128)
+    finally:
+        s.stop()
+    for g, r in zip(got, want):
+        assert g["tokens"] == r["tokens"] and g["content"] == r["content"]
+    long = [g for g in got if g["tokens_predicted"] >= 64]  # (the story prompt ends at once)
+    assert len(long) >= 3
+    for g in long:  # every slot drafted with the head, each from its own features
+        assert g["timings"]["draft_n"] >= 60, g["timings"]
+
+
+@pytest.fixture(scope="module")
+def dflash_drafter(tmp_path_factory):
+    """A random-weight DFlash drafter for SmolLM2 (it exercises drafting and rollback, not acceptance)."""
+    import subprocess
+    import sys
+    from conftest import ROOT, SMOLLM
+    out = tmp_path_factory.mktemp("dflash") / "drafter.gguf"
+    subprocess.run([sys.executable, str(ROOT / "tests" / "reference" / "random_dflash_drafter.py"), "--target",
+                    str(SMOLLM), "--out", str(out)], check=True)
+    return out
+
+
+@pytest.mark.parametrize("types,extra", [("ngram-mod,dflash", []),
+                                         ("dflash", ["--spec-branch-budget", "4", "--spec-draft-top-k", "3"])],
+                         ids=["flat", "ddtree"])
+def test_dflash_four_slots_greedy_equals_no_speculation(types, extra, plain, dflash_drafter):
+    want = run_all(plain, n=128)
+    s = Server(*ARGS, "-md", dflash_drafter, "--spec-type", types, "--spec-draft-n-max", "3",
+               "--no-spec-dm-adaptive", *extra)
+    try:
+        got = run_all(s, n=128)
+    finally:
+        s.stop()
+    for g, r in zip(got, want):
+        assert g["tokens"] == r["tokens"] and g["content"] == r["content"]
+    long = [g for g in got if g["tokens_predicted"] >= 64]  # (the story prompt ends at once)
+    assert len(long) >= 3
+    for g in long:  # every slot drafted, each from its own context
+        assert g["timings"]["draft_n"] >= 60, g["timings"]
+
+
+def test_dflash_max_slots(plain, dflash_drafter):
+    """--spec-dflash-max-slots 2: slots 0 and 1 draft with DFlash, slots 2 and 3 generate without it."""
+    prompts = PROMPTS[:3] + ["Once upon a time, in a small village by the sea,"]  # each generates 32 tokens
+    want = run_all(plain, prompts, n=32)
+    s = Server(*ARGS, "-md", dflash_drafter, "--spec-dflash-max-slots", "2", "--spec-draft-n-max", "3",
+               "--no-spec-dm-adaptive")
+    try:
+        got = run_all(s, prompts, n=32)
+    finally:
+        s.stop()
+    for g, r in zip(got, want):
+        assert g["tokens"] == r["tokens"]
+    drafted = sorted(g["id_slot"] for g in got if g["timings"].get("draft_n", 0) > 0)
+    assert drafted == [0, 1], [(g["id_slot"], g["timings"]) for g in got]

@@ -14,8 +14,9 @@ void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) {
     for (int64_t i = 0; i < n; i++) y[i] = w ? (x[i] * s) * w[i] : x[i] * s;
 }
 
-// ggml rope (ext_factor = 0, attn_factor = 1): pair i turns by theta_i = freq_scale * (pos * base^(-2i/n_rot)
-// / freq_factors[i]); base^(-2i/n_rot) is built by repeated float multiplication exactly as ggml does.
+// ggml rope: pair i turns by theta_i = freq_scale * (pos * base^(-2i/n_rot) / freq_factors[i]), mixed with the
+// unscaled angle and scaled in magnitude under YaRN (base/rope_yarn.h); base^(-2i/n_rot) is built by
+// repeated float multiplication exactly as ggml does.
 void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p) {
     const int half = p.n_rot / 2;
     const float theta_scale = powf(p.freq_base, -2.0f / (float)p.n_rot);
@@ -24,8 +25,8 @@ void rope(float* x, int n_head, int head_dim, int32_t pos, const RopeParams& p) 
         float theta = (float)pos;
         for (int i = 0; i < half; i++) {
             const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
-            const float th = p.freq_scale * (theta / ff);
-            const float c = cosf(th), s = sinf(th);
+            float c, s;
+            rope_cos_sin(theta / ff, p.freq_scale, p.yarn, i, &c, &s);
             const int i0 = p.mode == RopeMode::neox ? i : 2 * i;
             const int i1 = p.mode == RopeMode::neox ? i + half : 2 * i + 1;
             const float x0 = v[i0], x1 = v[i1];

@@ -139,12 +139,14 @@ extern const DrafterKind kDrafterDraftModel = {"draft",
                                                "draft-simple",
                                                "draft",
                                                {{"-md,--model-draft,--spec-draft-model", "FILE",
-                                                 "draft model GGUF (same vocabulary as the target)", nullptr,
-                                                 [](SpecParams& p) { return &p.draft_model; }}},
+                                                 "draft model GGUF (same vocabulary as the target), or an EAGLE-3 head "
+                                                 "or DFlash drafter: -md alone picks the type by the file",
+                                                 nullptr, [](SpecParams& p) { return &p.draft_model; }}},
                                                "-md FILE",
                                                [](const SpecParams& p) { return !p.draft_model.empty(); },
                                                false,
                                                make_draft_model,
-                                               make_draft_model_shared};
+                                               make_draft_model_shared,
+                                               ""};
 
 }  // namespace bee

@@ -28,10 +28,10 @@ float top_probability(const float* logits, int32_t n) {
 
 class MtpDrafter : public Drafter {
 public:
-    MtpDrafter(const SpecParams& p, const Model& target)
+    MtpDrafter(const SpecParams& p, const Model& target, ThreadPool& pool)
         : p_(p),
           target_(target),
-          head_(target, p.draft_n_ctx, p.draft_n_threads),
+          head_(target, p.draft_n_ctx, pool),
           e_(target.hparams().n_embd),
           pending_((size_t)e_, 0.0f) {}
 
@@ -124,7 +124,8 @@ std::unique_ptr<DrafterShared> make_draft_mtp_shared(const SpecParams&, const Mo
 }
 
 std::unique_ptr<Drafter> make_draft_mtp(const DrafterEnv& env) {
-    return std::make_unique<MtpDrafter>(env.params, env.target);
+    if (!env.pool) fail("draft-mtp: no thread pool given to the drafter");
+    return std::make_unique<MtpDrafter>(env.params, env.target, *env.pool);
 }
 
 // llama.cpp's name; chosen without --spec-type when the target has an MTP block (app/args_spec.cpp).

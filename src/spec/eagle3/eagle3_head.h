@@ -94,6 +94,8 @@ public:
     // feeds the next depth (must not alias rows.g); logits (n, n_draft_vocab) if not nullptr. Throws Error on
     // a token out of range or a position not after every kept cell.
     void decode(ThreadPool& pool, Eagle3Kv& kv, const Eagle3Rows& rows, float* hidden, float* logits) const;
+    // logits (n, n_draft_vocab) of the block outputs `hidden` (n, n_embd): the output norm, then the head.
+    void logits(ThreadPool& pool, const float* hidden, int n, float* out) const;
     // full (n_vocab of the target) = draft logits scattered through d2t, -inf elsewhere.
     void scatter_logits(const float* draft, float* full, int n_vocab) const;
 

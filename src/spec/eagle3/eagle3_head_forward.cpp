@@ -102,10 +102,15 @@ void Eagle3Head::decode(ThreadPool& pool, Eagle3Kv& kv, const Eagle3Rows& rows, 
     matmul_gated(pool, w_.ffn_down.type, w_.ffn_down.data, e, hp_.n_ff, gate.data(), up.data(), GatedAct::silu, n,
                  ff.data(), w_.ffn_down.layout);
     for (int r = 0; r < n; r++) add(h + r * e, ff.data() + r * e, e);
-    if (!logits) return;
+    if (logits) this->logits(pool, h, n, logits);
+}
+
+void Eagle3Head::logits(ThreadPool& pool, const float* hidden, int n, float* out) const {
+    const int64_t e = hp_.n_embd;
+    std::vector<float> hn((size_t)n * e);
     for (int r = 0; r < n; r++)
-        rms_norm(h + r * e, (const float*)w_.output_norm.data, hn.data() + r * e, e, hp_.norm_eps);
-    mm(pool, w_.output, hn.data(), n, logits);
+        rms_norm(hidden + r * e, (const float*)w_.output_norm.data, hn.data() + r * e, e, hp_.norm_eps);
+    mm(pool, w_.output, hn.data(), n, out);
 }
 
 void Eagle3Head::scatter_logits(const float* draft, float* full, int n_vocab) const {

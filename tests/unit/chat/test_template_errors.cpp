@@ -6,7 +6,6 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "chat/builtin_templates.h"
 #include "chat/template.h"
 
 namespace {
@@ -153,23 +152,6 @@ TEST(ChatApply, NullContentOfToolCallTurnsIsRetriedAsEmpty) {
               std::string::npos)
         << out;
     EXPECT_NE(out.find("<tool_response>\nsunny\n</tool_response>"), std::string::npos) << out;
-}
-
-TEST(BuiltinTemplates, RenderTheirTurnFormats) {
-    bee::chat::ChatInput in;
-    in.messages = Json::array({{{"role", "system"}, {"content", "Be brief."}},
-                               {{"role", "user"}, {"content", " Hi "}},
-                               {{"role", "assistant"}, {"content", "Hello."}},
-                               {{"role", "user"}, {"content", "Bye"}}});
-    in.bos_token = "<bos>";
-    EXPECT_EQ(bee::chat::apply(Template::parse(bee::chat::builtin_template("gemma")), in),
-              "<bos><start_of_turn>user\nBe brief.\n\nHi<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n"
-              "<start_of_turn>user\nBye<end_of_turn>\n<start_of_turn>model\n");
-    EXPECT_EQ(bee::chat::apply(Template::parse(bee::chat::builtin_template("chatml")), in),
-              "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n Hi "
-              "<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
-              "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
-    EXPECT_EQ(bee::chat::builtin_template("nope"), nullptr);
 }
 
 }  // namespace

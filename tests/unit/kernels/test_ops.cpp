@@ -123,6 +123,49 @@ TEST(Rope, CachedTablesGiveTheReferenceBits) {
             }
 }
 
+// YaRN against the HF transformers formula (`_compute_yarn_parameters` with the rotation of llama.cpp's
+// permuted pairs), in double: each inverse frequency blends the interpolated (/ factor) and the
+// extrapolated one by a linear ramp between the correction dims, and cos/sin scale by 0.1 ln(factor) + 1.
+TEST(Rope, YarnMatchesTheHfFormula) {
+    const int head_dim = 64, n_rot = 64, orig = 2048;
+    const double base = 10000.0, factor = 4.0;
+    RopeParams p;
+    p.n_rot = n_rot;
+    p.freq_base = (float)base;
+    p.freq_scale = (float)(1.0 / factor);
+    p.yarn = rope_yarn_params(n_rot, orig, (float)base, (float)factor, 1.0f, 32.0f, 1.0f, 0.0f, -1.0f);
+    auto corr = [&](double rot) { return n_rot * std::log(orig / (rot * 2 * M_PI)) / (2 * std::log(base)); };
+    const double lo = std::max(0.0, std::floor(corr(32))), hi = std::min(n_rot - 1.0, std::ceil(corr(1)));
+    EXPECT_EQ(p.yarn.corr_lo, (float)lo);
+    EXPECT_EQ(p.yarn.corr_hi, (float)hi);
+    ASSERT_LT(lo, hi);
+    const double mscale = 0.1 * std::log(factor) + 1.0;
+    for (Isa isa : all_isas()) {
+        IsaScope scope(isa);
+        for (int pos : {0, 1, 17, 1000, 6000}) {
+            std::vector<float> x = random_floats(2 * head_dim, 5 + pos), xr = x;
+            std::vector<double> want(x.begin(), x.end());
+            for (int h = 0; h < 2; h++)
+                for (int i = 0; i < n_rot / 2; i++) {
+                    const double extrap = std::pow(base, -2.0 * i / n_rot), interp = extrap / factor;
+                    const double ramp = std::min(1.0, std::max(0.0, (i - lo) / (hi - lo)));
+                    const double inv = interp * ramp + extrap * (1 - ramp), th = pos * inv;
+                    double* v = want.data() + h * head_dim + 2 * i;
+                    const double x0 = v[0], x1 = v[1];
+                    v[0] = (x0 * std::cos(th) - x1 * std::sin(th)) * mscale;
+                    v[1] = (x0 * std::sin(th) + x1 * std::cos(th)) * mscale;
+                }
+            rope(x.data(), 2, head_dim, pos, p);
+            ref::rope(xr.data(), 2, head_dim, pos, p);
+            ASSERT_EQ(0, memcmp(x.data(), xr.data(), x.size() * 4));
+            for (size_t i = 0; i < x.size(); i++)
+                ASSERT_NEAR(x[i], want[i], 2e-6 + pos * 2e-7) << isa_name(isa) << " pos=" << pos << " i=" << i;
+        }
+    }
+    // No YaRN: the default settings leave plain rope's bits (the scale is exactly 1).
+    EXPECT_EQ(rope_yarn_params(n_rot, orig, 10000.0f, 1.0f, 0.0f, 32.0f, 1.0f, 0.0f, -1.0f), RopeYarn{});
+}
+
 TEST(Rope, NeoxPairsDifferFromNormal) {
     RopeParams p;
     p.n_rot = 8;

@@ -197,7 +197,7 @@ TEST(KvLayers, SlotStateRecordsPerLayerTypes) {
         bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
     const size_t count_at = 8 + 4 + 3 + 4 + 4 + 4 + 8 + 8 + 4 + 4;  // magic, "tag", layers, types, row bytes, rotation
-    ASSERT_EQ(bytes.substr(0, 8), "BEESEQ03");
+    ASSERT_EQ(bytes.substr(0, 8), "BEESEQ04");
     const uint32_t five = 5;
     memcpy(bytes.data() + count_at, &five, 4);
     const uint64_t sum = XXH3_64bits(bytes.data(), bytes.size() - 8);

@@ -187,12 +187,12 @@ TEST(KvRotate, SlotFileCarriesRotation) {
     seq_state_check(rotated, back.state, "slot file");
 
     // The same unrotated state written as a BEESEQ01 file: magic "01", no rotation fields (and no
-    // per-layer V count, which BEESEQ03 writes after them).
+    // per-layer V count or LoRA scale count, which BEESEQ04 writes after them).
     f.state = seq_state_export(plain, 0);
     seq_file_write(path, f);
-    std::string v3 = slurp(path);
+    std::string v4 = slurp(path);
     const size_t rot_at = 8 + 4 + f.model.size() + 4 + 4 + 4 + 8 + 8;  // magic, model, layers, types, row bytes
-    std::string v1 = v3.substr(0, rot_at) + v3.substr(rot_at + 12, v3.size() - 12 - rot_at - 8);
+    std::string v1 = v4.substr(0, rot_at) + v4.substr(rot_at + 16, v4.size() - 16 - rot_at - 8);
     v1[7] = '1';
     const uint64_t sum = XXH3_64bits(v1.data(), v1.size());
     v1.append(reinterpret_cast<const char*>(&sum), 8);

@@ -1,5 +1,5 @@
 // tests/unit/kv/test_kv_state_file: crafted and planted slot files — lengths checked before allocating,
-// symlinks refused on write and read, only regular files read.
+// symlinks refused on write and read, only regular files read, LoRA scales kept.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -65,6 +65,18 @@ TEST(KvStateFile, SymlinksAndSpecialFilesRefused) {
     ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
     EXPECT_NE(error_of(fifo).find("not a regular file"), std::string::npos);
     for (const std::string& p : {target, link, fifo}) unlink(p.c_str());
+}
+
+// The LoRA scales a state was computed under travel with it (BEESEQ04).
+TEST(KvStateFile, LoraScalesRoundTrip) {
+    SeqFile f;
+    f.model = "m";
+    f.state.lora = {0.5f, 0.0f, -1.25f};
+    const std::string path = ::testing::TempDir() + "kv_state_lora.bin";
+    seq_file_write(path, f);
+    size_t n = 0;
+    EXPECT_EQ(seq_file_read(path, &n).state.lora, f.state.lora);
+    unlink(path.c_str());
 }
 
 }  // namespace

@@ -184,7 +184,8 @@ TEST(Qwen35Reference, MtpHeadMatchesLlamaCpp) {
         DecodeOutput out;
         eng.decode(b, out);
         ASSERT_EQ(argmax(out.logits_at(0), nv), rp.greedy[0]) << "prompt " << p << ": the target's next token";
-        NextnHead head(*m, 256, 2);
+        ThreadPool pool(2);
+        NextnHead head(*m, 256, pool);
         std::vector<float> h((size_t)n * e), h_in((size_t)n * e, 0.0f), h_out((size_t)n * e), logits;
         std::vector<int32_t> pos(n);
         for (int i = 0; i < n; i++) {

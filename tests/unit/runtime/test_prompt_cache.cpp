@@ -33,12 +33,12 @@ TEST(PromptCacheRam, BestIsLongestCommonPrefix) {
     std::vector<int32_t> prompt = seq(100, 15);
     prompt.push_back(7);
     size_t n = 0;
-    const PromptCacheRam::Entry* e = c.best(prompt, 1, &n);
+    const PromptCacheRam::Entry* e = c.best(prompt, {}, 1, &n);
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(n, 15u);
     EXPECT_EQ(e->tokens, seq(100, 20));
-    EXPECT_EQ(c.best(seq(500, 5), 1, &n), nullptr);
-    EXPECT_EQ(c.best(prompt, 16, &n), nullptr);  // shares 15 < the minimum asked
+    EXPECT_EQ(c.best(seq(500, 5), {}, 1, &n), nullptr);
+    EXPECT_EQ(c.best(prompt, {}, 16, &n), nullptr);  // shares 15 < the minimum asked
 }
 
 TEST(PromptCacheRam, LongerEntryReplacesItsPrefixAndDuplicates) {
@@ -57,12 +57,31 @@ TEST(PromptCacheRam, EvictsLeastRecentlyUsed) {
     c.save(seq(0, 10), state_of(10));
     c.save(seq(100, 10), state_of(10));
     size_t n = 0;
-    ASSERT_NE(c.best(seq(0, 10), 1, &n), nullptr);  // touch the first: the second is now the oldest
+    ASSERT_NE(c.best(seq(0, 10), {}, 1, &n), nullptr);  // touch the first: the second is now the oldest
     c.save(seq(200, 10), state_of(10));
     EXPECT_EQ(c.size(), 2u);
-    EXPECT_NE(c.best(seq(0, 10), 1, &n), nullptr);
-    EXPECT_EQ(c.best(seq(100, 10), 1, &n), nullptr);
+    EXPECT_NE(c.best(seq(0, 10), {}, 1, &n), nullptr);
+    EXPECT_EQ(c.best(seq(100, 10), {}, 1, &n), nullptr);
     c.save(seq(300, 1000), state_of(1000));  // larger than the whole limit: not kept
-    EXPECT_EQ(c.best(seq(300, 10), 1, &n), nullptr);
+    EXPECT_EQ(c.best(seq(300, 10), {}, 1, &n), nullptr);
     EXPECT_LE(c.bytes(), 2 * one);
+}
+
+// Entries computed under other LoRA scales are never returned, and never replace each other.
+TEST(PromptCacheRam, LoraScalesKeepEntriesApart) {
+    PromptCacheRam c(1 << 20);
+    SeqState plain = state_of(10), scaled = state_of(20);
+    plain.lora = {0.0f};
+    scaled.lora = {0.5f};
+    c.save(seq(0, 10), plain);
+    c.save(seq(0, 20), scaled);  // longer, but computed under another scale: both stay
+    EXPECT_EQ(c.size(), 2u);
+    size_t n = 0;
+    const PromptCacheRam::Entry* e = c.best(seq(0, 30), {0.0f}, 1, &n);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(n, 10u);
+    e = c.best(seq(0, 30), {0.5f}, 1, &n);
+    ASSERT_NE(e, nullptr);
+    EXPECT_EQ(n, 20u);
+    EXPECT_EQ(c.best(seq(0, 30), {1.0f}, 1, &n), nullptr);
 }

@@ -1,9 +1,9 @@
 // tests/unit/server/test_api_translation: the Anthropic Messages and OpenAI Responses bodies translated
-// into chat bodies (server/anthropic_api, server/responses_api), and 400s for fields of the wrong type.
+// into chat bodies (server/wire_anthropic, server/wire_responses), and 400s for fields of the wrong type.
 #include <gtest/gtest.h>
 
-#include "server/anthropic_api.h"
-#include "server/responses_api.h"
+#include "server/wire_anthropic.h"
+#include "server/wire_responses.h"
 
 using bee::server::HttpError;
 using bee::server::Json;

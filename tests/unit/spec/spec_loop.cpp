@@ -34,7 +34,10 @@ GenerateResult generate_tokens(Engine& eng, Sampler& sampler, Speculator* spec, 
 
     t0 = time_ms();
     std::vector<int32_t> history = prompt;  // tokens in the cache
-    int32_t id_last = sampler.sample(out.logits_at(0));
+    GrammarConstraint* g = opt.grammar;
+    int32_t id_last = g ? g->sample(sampler, out.logits_at(0)) : sampler.sample(out.logits_at(0));
+    if (id_last < 0) return r;  // the grammar allows no token at all
+    if (g) g->accept(id_last);
     sampler.accept(id_last);
     if (spec) spec->begin(prompt);
     const auto budget_left = [&] { return opt.n_predict < 0 ? INT32_MAX : opt.n_predict - (int)r.tokens.size(); };
@@ -51,10 +54,12 @@ GenerateResult generate_tokens(Engine& eng, Sampler& sampler, Speculator* spec, 
         lim.n_max = std::min(budget_left() - 1, n_ctx - pos - 1);
         lim.n_nodes = eng.params().n_ubatch - 1;
         lim.target_temp = sampler.params().temp;
+        lim.grammar = g;
         b.clear();
         int row0 = 0;
         if (spec) {
             spec->draft(history, id_last, lim);
+            if (opt.on_draft) opt.on_draft(spec->tree());
             row0 = spec->add_to_batch(b, id_last, pos, 0);
         } else {
             b.add(id_last, pos, 0, true);
@@ -64,12 +69,18 @@ GenerateResult generate_tokens(Engine& eng, Sampler& sampler, Speculator* spec, 
         r.n_decodes++;
         VerifyResult v;
         if (spec) {
-            v = spec->verify(b, out, row0, sampler);
+            v = spec->verify(b, out, row0, sampler, g);
             spec->observe_target(b, out, row0, b.size() - row0, false);
             spec->commit(eng, 0, pos, v);
         } else {
-            v.tokens.push_back(sampler.sample(out.logits_at(0)));
-            sampler.accept(v.tokens[0]);
+            const int32_t t = g ? g->sample(sampler, out.logits_at(0)) : sampler.sample(out.logits_at(0));
+            if (t < 0) {
+                v.stuck = true;
+            } else {
+                if (g) g->accept(t);
+                sampler.accept(t);
+                v.tokens.push_back(t);
+            }
         }
         history.push_back(id_last);
         for (size_t i = 0; i < v.tokens.size() && !done; i++) {
@@ -83,6 +94,7 @@ GenerateResult generate_tokens(Engine& eng, Sampler& sampler, Speculator* spec, 
             if (i + 1 < v.tokens.size()) history.push_back(t);
             id_last = t;
         }
+        if (v.stuck) done = true;  // no token fits the grammar after the accepted drafts
     }
     r.predicted_ms = time_ms() - t0;
     if (spec) spec->end(r.tokens);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/engine.h"
+#include "sample/grammar.h"
 #include "sample/sampler.h"
 #include "spec/speculator.h"
 
@@ -17,6 +18,11 @@ struct GenerateOptions {
     int n_predict = -1;  // tokens to generate; -1: until end of generation or the context is full
     int n_batch = 2048;  // prompt chunk
     bool ignore_eos = false;  // end-of-generation tokens are generated like any other (fixed-length runs)
+    // Constrained generation: every token is sampled under this grammar (drafts are cut by it and
+    // verified under it); the output ends where no token fits. Null: unconstrained.
+    GrammarConstraint* grammar = nullptr;
+    // Called with each draft as it goes to the verify batch (after the Speculator's cuts).
+    std::function<void(const DraftTree&)> on_draft;
 };
 
 struct GenerateResult {

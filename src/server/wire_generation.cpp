@@ -1,5 +1,5 @@
-// server/request: generation fields and prompts, validated at the edge.
-#include "server/request.h"
+// server/wire_generation: the shared generation fields and prompts, validated at the edge.
+#include "server/wire_generation.h"
 
 #include <algorithm>
 #include <cctype>
@@ -47,9 +47,6 @@ void refuse_unsupported(const Json& body, Api api) {
         for (const char* key : {"best_of", "suffix"})
             if (body.contains(key) && !body[key].is_null()) bad_request("Unsupported param: %s", key);
     }
-    auto it = body.find("lora");
-    if (it != body.end() && !it->is_null() && !(it->is_array() && it->empty()))
-        bad_request("'lora' is not supported by Bee (no LoRA adapters); remove the field");
 }
 
 // DRY's fields and llama.cpp's `samplers` (an array of names, or one string of names or letters).
@@ -345,6 +342,10 @@ GenParams parse_gen_params(const Json& body, const ServerContext& ctx, Api api) 
     if (!(g.t_max_predict_ms >= 0)) bad_request("'t_max_predict_ms' must be >= 0");
     parse_reasoning_overrides(body, ctx, g);
     parse_spec_overrides(body, ctx, g);
+    auto lora = body.find("lora");  // llama-server's: adapters not listed run at scale 0
+    g.lora = lora != body.end() && !lora->is_null()
+                 ? parse_lora_list(*lora, ctx.engine->lora_adapters().size(), "'lora'")
+                 : ctx.lora_scales();
     std::string gbnf = constraint_gbnf(body);
     if (gbnf.empty()) gbnf = ctx.params.grammar;  // --grammar / --json-schema
     if (!gbnf.empty()) set_grammar(g, gbnf, ctx.tokenizer());
@@ -393,8 +394,21 @@ void set_grammar(GenParams& g, const std::string& gbnf, const Tokenizer& tok) {
 std::vector<int32_t> tokenize_prompt(const Json& prompt, const Tokenizer& tok) {
     std::vector<int32_t> out;
     if (prompt.is_string()) return tok.encode(prompt.get<std::string>(), true, true);
+    if (prompt.is_object()) {  // llama-server's {"prompt_string": "...", "multimodal_data": ["base64", ...]}
+        auto media = prompt.find("multimodal_data");
+        if (media != prompt.end() && !media->is_null() && !(media->is_array() && media->empty()))
+            bad_request(
+                "'prompt'.multimodal_data: this server has no multimodal projector, so it cannot take images or "
+                "audio; send the prompt as text only");
+        auto text = prompt.find("prompt_string");
+        if (text == prompt.end() || !text->is_string())
+            bad_request("a 'prompt' object must have a string 'prompt_string' ({\"prompt_string\": \"...\"})");
+        return tok.encode(text->get<std::string>(), true, true);
+    }
     if (!prompt.is_array() || prompt.empty())
-        bad_request("'prompt' must be a string, an array of token ids, or an array mixing both");
+        bad_request(
+            "'prompt' must be a string, an array of token ids, an array mixing both, or {\"prompt_string\": "
+            "\"...\"}");
     bool first = true;
     for (const Json& p : prompt) {
         if (p.is_string()) {
@@ -418,7 +432,7 @@ std::vector<std::vector<int32_t>> tokenize_prompts(const Json& prompt, const Tok
     for (const Json& p : prompt.is_array() ? prompt : Json::array()) {
         strings = strings && p.is_string();
         numbers = numbers || p.is_number();
-        arrays = arrays || p.is_array();
+        arrays = arrays || p.is_array() || p.is_object();  // an object is one prompt ({"prompt_string"})
     }
     if (!strings && !arrays) return {tokenize_prompt(prompt, tok)};  // one prompt (string, ids, or mixed)
     if (numbers) bad_request("'prompt' mixes token ids with nested prompts; give one prompt or an array of prompts");
@@ -448,6 +462,15 @@ std::vector<std::shared_ptr<Task>> make_tasks(ServerContext& ctx, const std::vec
     return tasks;
 }
 
+std::vector<std::shared_ptr<Task>> make_prompt_tasks(ServerContext& ctx,
+                                                     const std::vector<std::vector<int32_t>>& prompts,
+                                                     const GenParams& params, int32_t n) {
+    std::vector<std::shared_ptr<Task>> tasks;
+    for (const std::vector<int32_t>& p : prompts)
+        for (auto& t : make_tasks(ctx, p, params, n)) tasks.push_back(std::move(t));
+    return tasks;
+}
+
 std::shared_ptr<Task> make_task(ServerContext& ctx, std::vector<int32_t> prompt, GenParams params) {
     if (prompt.empty()) bad_request("the prompt is empty");
     const int32_t n_ctx = ctx.scheduler->n_ctx_slot();
@@ -461,6 +484,27 @@ std::shared_ptr<Task> make_task(ServerContext& ctx, std::vector<int32_t> prompt,
     t->prompt = std::move(prompt);
     t->params = std::move(params);
     return t;
+}
+
+std::vector<float> parse_lora_list(const Json& list, size_t n_adapters, const char* where) {
+    if (!list.is_array()) bad_request("%s must be an array of {\"id\": N, \"scale\": S} objects", where);
+    std::vector<float> scales(n_adapters, 0.0f);
+    for (const Json& e : list) {
+        if (!e.is_object()) bad_request("%s must be an array of {\"id\": N, \"scale\": S} objects", where);
+        const int64_t id = get_int(e, "id", -1);
+        if (id < 0 || (uint64_t)id >= n_adapters) {
+            if (n_adapters == 0)
+                bad_request("%s: no LoRA adapter with id %lld: this server has none (load them with --lora FILE)",
+                            where, (long long)id);
+            bad_request("%s: no LoRA adapter with id %lld (ids are 0..%zu; GET /lora-adapters lists them)", where,
+                        (long long)id, n_adapters - 1);
+        }
+        const double scale = get_number(e, "scale", 0.0);
+        if (!std::isfinite(scale) || !std::isfinite((float)scale))
+            bad_request("%s: the scale of adapter %lld must be a finite number", where, (long long)id);
+        scales[(size_t)id] = (float)scale;
+    }
+    return scales;
 }
 
 }  // namespace bee::server

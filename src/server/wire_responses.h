@@ -1,15 +1,24 @@
-// server/responses_api: the OpenAI Responses API's wire shapes — a /v1/responses body translated into an
-// OpenAI chat body (what /v1/chat/completions runs), and the output items, usage and response object
-// built from a task's output.
+// server/wire_responses: the OpenAI Responses API's wire shapes — a /v1/responses (or input_tokens) body
+// read into a typed request (translated onto an OpenAI chat body, then prepared as a chat request), and
+// the output items, SSE events, usage and response object built from a task's output.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "chat/tool_calls.h"
 #include "runtime/task.h"
 #include "server/http_util.h"
+#include "server/response.h"
+#include "server/wire_openai.h"
 
 namespace bee::server {
+
+// A /v1/responses request ready to run; 400 naming the field on a bad body.
+TranslatedChatRequest read_responses_request(ServerContext& ctx, const Json& body);
+// /v1/responses/input_tokens: the prompt's tokens through the template, as /v1/responses would run it.
+std::vector<int32_t> read_responses_input_tokens(const ServerContext& ctx, const Json& body);
 
 // instructions → a system message; input (a string, or items: messages with input_text / output_text
 // parts, function_call, function_call_output, reasoning) → messages; function tools → chat tools (other
@@ -33,5 +42,13 @@ Json responses_usage(const runtime::FinishInfo& f);
 // without, "in_progress".
 Json responses_object(const std::string& id, int64_t created, const std::string& model, Json output,
                       const runtime::FinishInfo* f);
+
+// The output items of a finished reply: reasoning, the message, then each call.
+Json responses_output_items(const std::string& reasoning, const chat::ToolCallDelta& d);
+
+// The SSE events of a streamed response: response.created / in_progress, each output item added, its
+// deltas and done events in generation order (reasoning, message, function calls), response.completed;
+// every event carries sequence_number.
+StreamFormat responses_stream_format(const ServerContext& ctx, const ChatRequest& cr, const std::string& id);
 
 }  // namespace bee::server

@@ -1,9 +1,12 @@
-// server/anthropic_api: Messages API request → OpenAI chat body; reply, usage and error objects.
-#include "server/anthropic_api.h"
+// server/wire_anthropic: Messages API request → OpenAI chat body → chat request; reply, SSE events, usage
+// and error objects.
+#include "server/wire_anthropic.h"
 
 #include "base/error.h"
 #include "server/http_util.h"
 #include "server/response.h"
+
+#include <memory>
 
 namespace bee::server {
 
@@ -140,7 +143,7 @@ Json anthropic_to_chat(const Json& body) {
         chat["stop"] = *stop;
     }
     chat["max_tokens"] = get_int(body, "max_tokens", kAnthropicDefaultMaxTokens, 1, INT32_MAX);
-    for (const char* key : {"temperature", "top_p", "top_k", "stream", "chat_template_kwargs"})
+    for (const char* key : {"temperature", "top_p", "top_k", "stream", "chat_template_kwargs", "lora"})
         if (const Json* v = opt_field(body, key)) chat[key] = *v;
     if (const Json* th = opt_field(body, "thinking")) {
         if (!th->is_object())
@@ -199,6 +202,109 @@ Json anthropic_message(const std::string& id, const std::string& model, const st
 
 Json anthropic_error(int status, const std::string& type, const std::string& message) {
     return {{"type", "error"}, {"error", {{"type", type}, {"message", message}, {"code", status}}}};
+}
+
+namespace {
+
+Json block_delta(int index, Json delta) {
+    return {{"type", "content_block_delta"}, {"index", index}, {"delta", std::move(delta)}};
+}
+
+// The content blocks of one streamed reply, opened one at a time in generation order (thinking, text,
+// tool_use), each closed before the next opens, indices counting up from 0.
+struct AnthropicBlocks {
+    explicit AnthropicBlocks(const ToolMode& m) : tools(m) {
+        if (m.parse) parser = std::make_unique<chat::ToolCallParser>(m.format);
+    }
+    ToolMode tools;
+    std::unique_ptr<chat::ToolCallParser> parser;  // with tools: holds text that may be a call
+    std::string open_kind;                         // "", "thinking" or "text"
+    int next_index = 0;
+    size_t n_calls = 0;
+
+    void close(std::vector<Json>& out) {
+        if (open_kind.empty()) return;
+        if (open_kind == "thinking")  // clients expect a signature before a thinking block ends (empty here)
+            out.push_back(block_delta(next_index - 1, {{"type", "signature_delta"}, {"signature", ""}}));
+        out.push_back({{"type", "content_block_stop"}, {"index", next_index - 1}});
+        open_kind.clear();
+    }
+    void open(std::vector<Json>& out, const char* kind, Json block) {
+        close(out);
+        out.push_back({{"type", "content_block_start"}, {"index", next_index++}, {"content_block", std::move(block)}});
+        open_kind = kind;
+    }
+    void thinking(std::vector<Json>& out, const std::string& text) {
+        if (open_kind != "thinking") open(out, "thinking", {{"type", "thinking"}, {"thinking", ""}});
+        out.push_back(block_delta(next_index - 1, {{"type", "thinking_delta"}, {"thinking", text}}));
+    }
+    void text(std::vector<Json>& out, const std::string& text) {
+        if (open_kind != "text") {
+            const bool blank = text.find_first_not_of(" \t\r\n") == std::string::npos;
+            if (blank && n_calls > 0) return;  // the blank between or after calls (the reply JSON drops it too)
+            open(out, "text", {{"type", "text"}, {"text", ""}});
+        }
+        out.push_back(block_delta(next_index - 1, {{"type", "text_delta"}, {"text", text}}));
+    }
+    // Text and whole calls released by the parser; each call is one tool_use block with its input at once.
+    void content(std::vector<Json>& out, chat::ToolCallDelta d) {
+        if (!d.content.empty()) text(out, d.content);
+        for (const chat::ToolCall& c : limit_calls(std::move(d.calls), tools, n_calls)) {
+            open(out, "tool_use", anthropic_tool_use(c, false));
+            out.push_back(block_delta(next_index - 1, {{"type", "input_json_delta"}, {"partial_json", c.arguments}}));
+            close(out);
+            n_calls++;
+        }
+    }
+};
+
+}  // namespace
+
+StreamFormat anthropic_stream_format(const ServerContext& ctx, const ChatRequest& cr, const std::string& id) {
+    auto st = std::make_shared<AnthropicBlocks>(cr.tools);
+    StreamFormat fmt;
+    fmt.done_sentinel = false;
+    fmt.event_names = true;
+    const Json usage0 = {{"input_tokens", (int64_t)cr.tokens.size()},
+                         {"cache_creation_input_tokens", 0},
+                         {"cache_read_input_tokens", 0},
+                         {"output_tokens", 0}};
+    const Json message = {{"id", id},
+                          {"type", "message"},
+                          {"role", "assistant"},
+                          {"model", ctx.model_name},
+                          {"content", Json::array()},
+                          {"stop_reason", nullptr},
+                          {"stop_sequence", nullptr},
+                          {"usage", usage0}};
+    fmt.start = [message] { return std::vector<Json>{{{"type", "message_start"}, {"message", message}}}; };
+    fmt.delta = [st](const TaskEvent& e) {
+        std::vector<Json> out;
+        if (!e.reasoning.empty()) st->thinking(out, e.reasoning);
+        if (!e.content.empty())
+            st->content(out, st->parser ? st->parser->feed(e.content) : chat::ToolCallDelta{e.content, {}});
+        return out;
+    };
+    fmt.done = [st](const FinishInfo& f) {
+        std::vector<Json> out;
+        if (st->parser) st->content(out, st->parser->finish());
+        st->close(out);
+        Json delta = {{"stop_reason", anthropic_stop_reason(f, st->n_calls > 0)},
+                      {"stop_sequence", f.stop_type == StopType::word ? Json(f.stopping_word) : Json(nullptr)}};
+        out.push_back({{"type", "message_delta"}, {"delta", std::move(delta)}, {"usage", anthropic_usage(f)}});
+        out.push_back({{"type", "message_stop"}});
+        return out;
+    };
+    fmt.error = [](const TaskEvent& e) { return anthropic_error(e.http_status, e.error_type, e.error_message); };
+    return fmt;
+}
+
+TranslatedChatRequest read_anthropic_request(ServerContext& ctx, const Json& body) {
+    return prepare_translated_chat(ctx, anthropic_to_chat(body), true);
+}
+
+std::vector<int32_t> read_anthropic_count_tokens(const ServerContext& ctx, const Json& body) {
+    return chat_prompt_tokens(ctx, anthropic_to_chat(body), true);
 }
 
 }  // namespace bee::server

@@ -1,0 +1,29 @@
+// server/route_table: rows kept in registration order (httplib matches the first pattern that fits).
+#include "server/route_table.h"
+
+namespace bee::server {
+
+RouteTable& RouteTable::Get(const std::string& pattern, Handler handler) {
+    routes_.push_back({"GET", pattern, std::move(handler)});
+    return *this;
+}
+
+RouteTable& RouteTable::Post(const std::string& pattern, Handler handler) {
+    routes_.push_back({"POST", pattern, std::move(handler)});
+    return *this;
+}
+
+const RouteTable::Handler* RouteTable::find(const std::string& method, const std::string& pattern) const {
+    for (const Route& r : routes_)
+        if (r.method == method && r.pattern == pattern) return &r.handler;
+    return nullptr;
+}
+
+void RouteTable::install(httplib::Server& svr) const {
+    for (const Route& r : routes_) {
+        if (r.method == "GET") svr.Get(r.pattern, r.handler);
+        else svr.Post(r.pattern, r.handler);
+    }
+}
+
+}  // namespace bee::server

@@ -1,0 +1,259 @@
+// spec/drafters/dflash: DFlash block drafting (--spec-type dflash, alias draft-dflash; -md DRAFTER.gguf in
+// llama.cpp's `dflash` or the fork's `dflash-draft` dialect; specs/drafters.md §2.4–§2.10, §8.2). The
+// drafter reads the target's hidden states, so it follows the target position by position:
+//
+//   - observe_target turns each decoded row's tapped layers into one context cell of the sequence's
+//     DflashContext at the row's position (a prompt chunk's rows and a one-row step at once; a verify
+//     batch's rows wait for observe(), which says which rows were committed, so trees and other drafters'
+//     accepted drafts are followed exactly). Any batch at position p drops the cells from p on; a cell whose
+//     token is not the history's any more (a prefix decoded while another Speculator served the slot) is
+//     dropped at the next draft. The context keeps the last 4096 positions; a block attends to the last
+//     --spec-dflash-cross-ctx of them;
+//   - draft() runs one block [id_last, MASK × n] at positions T…T+n in one pass: row i's logits are the
+//     marginal of the token at T+1+i. A flat chain is the top-1 of each row; with --spec-branch-budget the
+//     DDTree best-first tree over the rows' top-k marginals (draft_marginals.h); with --spec-draft-temp > 0
+//     each row is sampled and carries its distribution for exact rejection sampling.
+#include <algorithm>
+#include <cmath>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "model/model.h"
+#include "spec/dflash/dflash_model.h"
+#include "spec/draft_marginals.h"
+#include "spec/drafters/drafters.h"
+#include "spec/registry.h"
+
+namespace bee {
+
+namespace {
+
+constexpr int kKeepPositions = 4096;  // context positions kept per sequence (the fork's ring)
+constexpr int kDropSlack = 512;       // cells beyond the kept ones before the oldest are dropped (amortized)
+
+struct DflashShared : DrafterShared {
+    DflashTarget target;
+    std::unique_ptr<DflashModel> model;
+};
+
+class DflashDrafter : public Drafter {
+public:
+    DflashDrafter(const SpecParams& p, const DflashModel& m, ThreadPool& pool, int n_vocab)
+        : p_(p), m_(m), hp_(m.hparams()), pool_(pool), n_vocab_(n_vocab) {}
+
+    int n_max() const override { return std::max(1, std::min(p_.draft_n_max, hp_.block_size - 1)); }
+
+    std::vector<int32_t> capture_layers() const override {
+        std::vector<int32_t> l = hp_.target_layers;
+        std::sort(l.begin(), l.end());
+        l.erase(std::unique(l.begin(), l.end()), l.end());
+        return l;
+    }
+
+    void observe_target(const TargetRows& rows) override {
+        if (rows.n <= 0) return;
+        const int n = rows.n, e = hp_.n_embd, taps = (int)hp_.target_layers.size();
+        std::vector<int> slot(taps, -1);  // the batch's capture slot of each tapped layer
+        const std::vector<int32_t>& cap = rows.out.hidden_layers;
+        for (int j = 0; j < taps; j++)
+            for (size_t s = 0; s < cap.size(); s++)
+                if (cap[s] == hp_.target_layers[j]) slot[j] = (int)s;
+        std::vector<float> feat((size_t)n * hp_.n_features());  // (n, taps * H), taps in file order
+        std::vector<uint8_t> ok(n, 1);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < taps && ok[i]; j++) {
+                const float* h = slot[j] < 0 ? nullptr : rows.hidden(i, slot[j]);
+                if (!h) ok[i] = 0;
+                else std::copy(h, h + e, feat.begin() + ((size_t)i * taps + j) * e);
+            }
+        forget_from(rows.pos(0));
+        step_n_ = 0;
+        if (rows.prefill || n == 1) {  // every row is in the target's cache now
+            std::vector<int> keep;
+            for (int i = 0; i < n; i++)
+                if (ok[i]) keep.push_back(i);
+            add_rows(rows, keep, feat);
+            return;
+        }
+        // A verify batch: which rows stay is known in observe().
+        step_n_ = n;
+        step_pos0_ = rows.pos(0);
+        step_feat_ = std::move(feat);
+        step_ok_ = std::move(ok);
+        step_tok_.resize(n);
+        for (int i = 0; i < n; i++) step_tok_[i] = rows.token(i);
+    }
+
+    void observe(const VerifyRows& v) override {
+        if (step_n_ == 0) return;
+        const size_t nf = hp_.n_features();
+        std::vector<int32_t> pos, tok;
+        std::vector<float> feat;
+        for (size_t i = 0; i < v.committed_rows.size(); i++) {
+            const int32_t r = v.committed_rows[i];
+            if (r >= step_n_ || !step_ok_[r]) continue;
+            pos.push_back(step_pos0_ + (int32_t)i);
+            tok.push_back(step_tok_[r]);
+            feat.insert(feat.end(), step_feat_.begin() + r * nf, step_feat_.begin() + (r + 1) * nf);
+        }
+        step_n_ = 0;
+        add_cells(pos, tok, feat);
+    }
+
+    void draft(const DraftRequest& req, DraftTree& out) override {
+        const int32_t T = (int32_t)req.history.size();
+        if (T == 0) return;
+        forget_from(T);
+        drop_stale(req.history);
+        if (ctx_.n_cells() == 0) return;  // nothing of this sequence seen yet
+        const int n = std::min(n_max(), req.n_max);
+        if (n < 1) return;
+        const int nd = hp_.n_draft_vocab;
+        logits_.resize((size_t)n * nd);
+        const DflashBlock block{&ctx_, req.id_last, T, n};
+        m_.draft(pool_, &block, 1, p_.dflash_cross_ctx, logits_.data());
+        const float temp = p_.draft_temp_auto ? req.target_temp : p_.draft_temp;
+        if (temp > 0) return sample_chain(temp, n, out);
+        const float p_min = req.p_min >= 0 ? req.p_min : p_.draft_p_min;
+        const bool tree = p_.branch_budget > 0 && p_.draft_top_k > 1;
+        marg_.resize(n);
+        int len = 0;
+        for (; len < n; len++) {
+            DepthTop& t = marg_[len];
+            top_candidates(logits_.data() + (size_t)len * nd, nd, tree ? p_.draft_top_k : 1, t);
+            if (p_min > 0 && std::exp(t.lp[0]) < p_min) break;
+            for (int32_t& id : t.id) id = m_.target_id(id);
+            out.add(t.id[0], out.size() - 1);
+        }
+        marg_.resize(len);
+        if (tree && len > 0)
+            ddtree_add_branches(marg_, ddtree_branch_budget(n_max(), n, p_.branch_budget, p_.draft_top_k), req.row_cost,
+                                out);
+    }
+
+private:
+    const SpecParams& p_;
+    const DflashModel& m_;
+    const DflashHParams& hp_;
+    ThreadPool& pool_;
+    const int n_vocab_;
+    DflashContext ctx_;              // the sequence's context cells, ascending position
+    std::vector<int32_t> ctx_tok_;   // (cells) the token the target decoded at each cell's position
+    int step_n_ = 0;                 // rows of the verify batch waiting for observe()
+    int32_t step_pos0_ = 0;          // their first position
+    std::vector<float> step_feat_;   // (step_n_, n_features) their features
+    std::vector<uint8_t> step_ok_;   // (step_n_) 1: every tap was captured
+    std::vector<int32_t> step_tok_;  // (step_n_) their tokens
+    std::vector<float> logits_;      // (n, n_draft_vocab) the block's mask rows
+    std::vector<DepthTop> marg_;     // the top-k marginal of each depth (greedy)
+    std::unique_ptr<Sampler> sampler_;
+    std::vector<float> full_;  // sampled drafting: one row's logits over the target's vocabulary
+
+    // The target decoded position p again: every cell from p on is stale.
+    void forget_from(int32_t p) {
+        ctx_.cut(p);
+        ctx_tok_.resize(ctx_.n_cells());
+    }
+
+    // Cells decoded with another token than the history's at their position (the slot's cache was
+    // refilled while another Speculator served it) are stale, and so is everything after them.
+    void drop_stale(const std::vector<int32_t>& history) {
+        for (int c = 0; c < ctx_.n_cells(); c++)
+            if (ctx_tok_[c] != history[ctx_.pos[c]]) return forget_from(ctx_.pos[c]);
+    }
+
+    void add_rows(const TargetRows& rows, const std::vector<int>& keep, const std::vector<float>& feat) {
+        const size_t nf = hp_.n_features();
+        std::vector<int32_t> pos, tok;
+        std::vector<float> f;
+        for (int i : keep) {
+            pos.push_back(rows.pos(i));
+            tok.push_back(rows.token(i));
+            f.insert(f.end(), feat.begin() + i * nf, feat.begin() + (i + 1) * nf);
+        }
+        add_cells(pos, tok, f);
+    }
+
+    void add_cells(const std::vector<int32_t>& pos, const std::vector<int32_t>& tok, const std::vector<float>& feat) {
+        if (pos.empty()) return;
+        m_.add_context(pool_, ctx_, feat.data(), pos.data(), (int)pos.size());
+        ctx_tok_.insert(ctx_tok_.end(), tok.begin(), tok.end());
+        if (ctx_.n_cells() > kKeepPositions + kDropSlack) {
+            ctx_.drop_before(ctx_.pos.back() + 1 - kKeepPositions);
+            ctx_tok_.erase(ctx_tok_.begin(), ctx_tok_.end() - ctx_.n_cells());
+        }
+    }
+
+    // Sampled drafting: each row's token drawn from its marginal at temperature `temp`, the distribution
+    // recorded for exact rejection sampling (a chain; DFlash's rows do not depend on the earlier draws).
+    void sample_chain(float temp, int n, DraftTree& out) {
+        if (!sampler_ || sampler_->params().temp != temp) {  // --spec-draft-temp auto follows each request
+            SamplingParams sp;
+            sp.temp = temp;
+            sp.top_k = 40;
+            sp.top_p = 1.0f;
+            sp.min_p = 0.0f;
+            sp.seed = 0x5eed;
+            sampler_ = std::make_unique<Sampler>(sp, n_vocab_);
+        }
+        full_.resize(n_vocab_);
+        for (int d = 0; d < n; d++) {
+            m_.scatter_logits(logits_.data() + (size_t)d * hp_.n_draft_vocab, full_.data(), n_vocab_);
+            sampler_->apply(full_.data());
+            if (sampler_->candidates().empty()) return;
+            const int32_t token = sampler_->draw(sampler_->candidates());
+            out.q.push_back(sampler_->candidates());
+            out.add(token, out.size() - 1);
+        }
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<DrafterShared> make_dflash_shared(const SpecParams& p, const Model& target) {
+    if (p.draft_model.empty()) fail("--spec-type dflash needs a DFlash drafter: give it with -md DRAFTER.gguf");
+    if (p.draft_temp > 0 && !p.draft_temp_auto && p.branch_budget > 0)
+        fail(
+            "--spec-type dflash: --spec-draft-temp %g samples chains, which cannot be DDTree trees: give "
+            "--spec-branch-budget 0 for sampled drafting, or --spec-draft-temp 0 (or auto) for trees",
+            p.draft_temp);
+    auto s = std::make_unique<DflashShared>();
+    s->target = dflash_target_of(target);
+    s->model = DflashModel::load(p.draft_model, s->target);
+    const DflashHParams& hp = s->model->hparams();
+    std::string layers;
+    for (int32_t il : hp.target_layers) layers += (layers.empty() ? "" : ", ") + std::to_string(il);
+    const std::string mode = p.branch_budget > 0 ? "DDTree, branch budget " + std::to_string(p.branch_budget) +
+                                                       ", top-k " + std::to_string(p.draft_top_k)
+                                                 : std::string("flat");
+    BEE_LOG_INFO("DFlash drafter %s (%s): %d layers, block %d, taps [%s], draft vocabulary %d, cross-ctx %d, %s",
+                 p.draft_model.c_str(), hp.dialect == DflashDialect::fork ? "dflash-draft" : "dflash", hp.n_layer,
+                 hp.block_size, layers.c_str(), hp.n_draft_vocab, p.dflash_cross_ctx, mode.c_str());
+    return s;
+}
+
+std::unique_ptr<Drafter> make_dflash(const DrafterEnv& env) {
+    if (!env.pool) fail("dflash: no thread pool given to the drafter");
+    return std::make_unique<DflashDrafter>(env.params, *static_cast<DflashShared*>(env.shared)->model, *env.pool,
+                                           env.target.hparams().n_vocab);
+}
+
+// The drafter file is given with -md like a draft model; -md alone picks this kind when the file's
+// architecture is either dialect's (file_arch).
+extern const DrafterKind kDrafterDflash =
+    {"dflash",
+     "draft-dflash",
+     "draft_dflash",
+     {{"--spec-dflash-cross-ctx", "N", "dflash: context positions a block attends to (at most 4096 are kept) [512]",
+       [](SpecParams& p) { return &p.dflash_cross_ctx; }, nullptr, 1, kKeepPositions},
+      {"--spec-dflash-max-slots", "N", "dflash: server slots that draft with DFlash, the rest without it (0: all) [0]",
+       [](SpecParams& p) { return &p.dflash_max_slots; }, nullptr, 0, 1 << 16}},
+     "-md DRAFTER.gguf",
+     [](const SpecParams& p) { return !p.draft_model.empty(); },
+     true,
+     make_dflash,
+     make_dflash_shared,
+     "dflash,dflash-draft",
+     [](const SpecParams& p) { return p.dflash_max_slots; }};
+
+}  // namespace bee
