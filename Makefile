@@ -7,7 +7,7 @@ PROMPT ?= The capital of France is
 HOST ?= 127.0.0.1
 PORT ?= 8080
 
-.PHONY: all setup models build run test test-unit test-models asan fuzz clean format synth-models
+.PHONY: all setup models build run test test-unit test-models asan fuzz clean format synth-models synth-qwen35
 
 all: build
 
@@ -57,6 +57,16 @@ $(SYNTH)-f16.gguf: | build
 	./$(BUILD)/bee gguf synth $@ --vocab ../shared/data/vocab/ggml-vocab-gpt-2.gguf
 
 $(SYNTH)-%.gguf: $(SYNTH)-f16.gguf
+	./$(BUILD)/bee quantize $< $@ $*
+
+# The hybrid qwen35 at Qwen3.5-0.8B's shape (Gated DeltaNet + gated attention, one MTP block), same recipe.
+SYNTH35 := models/synth-qwen3.5-0.8b
+synth-qwen35: $(SYNTH35)-q4_0.gguf $(SYNTH35)-q8_0.gguf
+
+$(SYNTH35)-f16.gguf: | build
+	./$(BUILD)/bee gguf synth $@ --shape qwen3.5-0.8b --vocab ../shared/data/vocab/ggml-vocab-gpt-2.gguf
+
+$(SYNTH35)-%.gguf: $(SYNTH35)-f16.gguf
 	./$(BUILD)/bee quantize $< $@ $*
 
 # New inputs the fuzzers find go to build-fuzz/corpus-<name>; tests/data/tiny_fuzz_corpus keeps only the checked-in seeds.

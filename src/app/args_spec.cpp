@@ -103,6 +103,7 @@ void add_spec_options(ArgParser& p, SpecOptions& o) {
 void finish_spec_options(SpecOptions& o, int n_ctx, int n_threads) {
     SpecParams& s = o.params;
     if (o.spec_default && !o.type_given) s.types = {"ngram-mod"};
+    s.auto_mtp = !o.type_given;
     if (o.no_adaptive) s.depth.adaptive = false;
     if (!o.type_given)  // as llama.cpp's plain -md: a kind whose file is given is used without --spec-type
         for (const DrafterKind& k : drafter_kinds()) {

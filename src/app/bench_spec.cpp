@@ -308,6 +308,7 @@ int cmd_bench_spec(int argc, char** argv) {
         for (size_t c = 0; c < configs.size(); c++) {
             results[c].name = configs[c];
             params[c].types = parse_spec_types(configs[c]);
+            params[c].auto_mtp = false;  // each configuration is exactly its types ("none": no speculation)
         }
         for (int rep = 0; rep < o.reps; rep++)
             for (size_t c = 0; c < configs.size(); c++) {

@@ -3,6 +3,7 @@
 // thread count; and `--bandwidth`, the machine's read bandwidth.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -135,17 +136,23 @@ BenchModelInfo model_info(const Model& m) {
 }
 
 // Bytes a single-token decode reads at average depth `depth_avg`: every weight (the token embedding
-// only as one row, unless it doubles as the output head) plus the K and V rows each layer attends to
-// (sliding-window layers at most n_swa of them).
+// only as one row, unless it doubles as the output head; not the MTP blocks stored after the trunk) plus
+// the K and V rows each attention layer attends to (sliding-window layers at most n_swa of them) and the
+// recurrent layers' state.
 double bytes_per_token(Engine& eng, double depth_avg) {
     const Model& m = eng.model();
     const ModelWeights& w = m.weights();
+    const HParams& hp = m.hparams();
     double bytes = (double)m.weight_bytes();
     if (m.gguf().find_tensor("output.weight"))  // not tied (a tied head may still be a repacked copy)
         bytes -= (double)ggml_row_size(w.tok_embd.type, w.tok_embd.ne0) * (double)(w.tok_embd.ne1 - 1);
-    const HParams& hp = m.hparams();
+    for (const GgufTensor& t : m.gguf().tensors())  // blk.N.* with N >= n_layer: MTP blocks, not run
+        if (t.name.rfind("blk.", 0) == 0 && std::atoi(t.name.c_str() + 4) >= hp.n_layer) bytes -= (double)t.nbytes;
+    if (const RecurrentState* rs = eng.memory().recurrent()) bytes += (double)rs->state_bytes();
     for (int il = 0; il < hp.n_layer; il++) {
-        const double row = (double)(eng.kv().k_row_bytes() + eng.kv().v_row_bytes(il));
+        const int kl = hp.layers[il].kv_layer;
+        if (kl < 0) continue;
+        const double row = (double)(eng.kv().k_row_bytes() + eng.kv().v_row_bytes(kl));
         const bool swa = hp.n_swa > 0 && il < (int)hp.layers.size() && hp.layers[il].swa;
         bytes += row * (swa ? std::min(depth_avg, (double)hp.n_swa) : depth_avg);
     }

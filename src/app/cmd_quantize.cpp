@@ -81,7 +81,7 @@ GgmlType fallback_type(GgmlType t, int64_t ne0) {
 }
 
 // Weight matrices (2-D or more, name ending in "weight", token_embd included) get the target type;
-// 1-D tensors (norms, biases) are stored as F32; the MoE router (ffn_gate_inp), other tensors and
+// 1-D tensors (norms, biases) are stored as F32; the MoE router (ffn_gate_inp), conv taps (ssm_conv1d), other tensors and
 // types we cannot read (integers, IQ*) are copied unchanged.
 Plan plan_tensor(const GgufTensor& t, GgmlType target) {
     const QuantTraits* src = quant_traits(t.type);
@@ -92,7 +92,10 @@ Plan plan_tensor(const GgufTensor& t, GgmlType target) {
     if (t.n_dims < 2) return {GgmlType::F32, t.type != GgmlType::F32, nullptr};
     const std::string& n = t.name;
     const bool is_weight = n.size() >= 6 && n.compare(n.size() - 6, 6, "weight") == 0;
-    if (!is_weight || n.find("ffn_gate_inp") != std::string::npos) return {t.type, false, nullptr};
+    // The MoE router and the short conv taps of recurrent layers (ssm_conv1d, 4 values a row) stay as
+    // they are, as llama-quantize leaves them.
+    if (!is_weight || n.find("ffn_gate_inp") != std::string::npos || n.find("ssm_conv1d") != std::string::npos)
+        return {t.type, false, nullptr};
     if (t.ne[0] % ggml_type_info(target).block_size != 0) {
         const GgmlType fb = fallback_type(target, t.ne[0]);
         return {fb, fb != t.type, "fallback: row length not a multiple of the block size"};

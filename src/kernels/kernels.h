@@ -81,6 +81,34 @@ void scale(float* x, float s, int64_t n);       // x *= s
 void softmax(float* x, int64_t n);              // in place, max-subtracted
 void softcap(float* x, float cap, int64_t n);   // x = cap * tanh(x / cap)
 
+// Gated DeltaNet pieces (../shared/specs/drafters.md §8.5), one token of one sequence at a time.
+// y = x / max(||x||₂, eps) (ggml_l2_norm). x and y may alias.
+void l2_norm(const float* x, float* y, int64_t n, float eps);
+// x *= sigmoid(g) (the attention output gate of qwen35).
+void sigmoid_mul(float* x, const float* g, int64_t n);
+// One token of a short causal depthwise conv over n channels: `state` holds the k-1 previous inputs, oldest
+// first, rows `ld` floats apart; `taps` holds k rows of n (tap-major, rows `ld` apart, row k-1 multiplies the
+// newest input). y[c] = taps[0][c]·state[0][c] + … + taps[k-2][c]·state[k-2][c] + taps[k-1][c]·x[c] (products
+// added in that order, fused), then the state drops its oldest row and appends x. Every channel is computed
+// by the same operations whatever n is, so splitting the channels over threads does not change a bit.
+void conv1d_step(float* state, const float* taps, int k, int64_t ld, const float* x, float* y, int64_t n);
+// One token of the gated delta rule for one value head. M holds the state transposed, dv rows of dk floats
+// (M[j][i] = S[i][j]). With e = exp(g): for each row j, s = Σ_i (e·M[j][i])·k[i]; δ = β·(v[j] − s);
+// M[j][i] = δ·k[i] + e·M[j][i]; o[j] = scale · Σ_i M[j][i]·q[i]. Rows are independent.
+void gdn_step(float* M, int dk, int dv, const float* q, const float* k, const float* v, float g, float beta,
+              float scale, float* o);
+// n tokens of one sequence through gdn_step, in order: token t reads q + t·qk_stride, k + t·qk_stride,
+// v + t·v_stride, g[t·gb_stride], beta[t·gb_stride] and writes dv outputs at o + t·o_stride. The same bits as
+// n calls of gdn_step. note: rows are independent, so 128-wide heads take each row through a chunk of
+// tokens while it sits in registers: the state crosses the cache once per chunk, not once per token.
+struct GdnTokens {
+    int n = 0;
+    const float *q = nullptr, *k = nullptr, *v = nullptr, *g = nullptr, *beta = nullptr;
+    int64_t qk_stride = 0, v_stride = 0, gb_stride = 0, o_stride = 0;
+    float* o = nullptr;
+};
+void gdn_steps(float* M, int dk, int dv, const GdnTokens& t, float scale);
+
 // Attention of a batch of query rows over KV cells of one layer.
 // The caller (model/ with kv/) gives, per query row, the cells it may see, in a fixed order
 // (ascending position), so the result does not depend on what else is in the batch.
@@ -115,6 +143,9 @@ void silu(float* x, int64_t n);
 void gelu_tanh(float* x, int64_t n);
 void softmax(float* x, int64_t n);
 void attention(const AttentionArgs& a);
+void conv1d_step(float* state, const float* taps, int k, int64_t ld, const float* x, float* y, int64_t n);
+void gdn_step(float* M, int dk, int dv, const float* q, const float* k, const float* v, float g, float beta,
+              float scale, float* o);
 }  // namespace ref
 
 }  // namespace bee

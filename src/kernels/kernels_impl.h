@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "gguf/ggml_type.h"
+#include "kernels/kernels.h"
 
 namespace bee {
 
@@ -101,6 +102,22 @@ AttnMath attn_math();
 namespace avx512_ops {
 KvOps kv_ops(GgmlType t);
 AttnMath attn_math();
+}  // namespace avx512_ops
+
+// Gated DeltaNet kernels per ISA (x86/gdn_avx2.cpp, x86/gdn_avx512.cpp; one body, x86/gdn_body.h): the
+// contracts of conv1d_step, gdn_step, gdn_steps and sigmoid_mul in kernels.h.
+namespace avx2_ops {
+void conv1d_step(float* state, const float* taps, int k, int64_t ld, const float* x, float* y, int64_t n);
+void gdn_step(float* M, int dk, int dv, const float* q, const float* k, const float* v, float g, float beta,
+              float scale, float* o);
+void sigmoid_mul(float* x, const float* g, int64_t n);
+void gdn_steps(float* M, int dk, int dv, const GdnTokens& t, float scale);
+}  // namespace avx2_ops
+namespace avx512_ops {
+void conv1d_step(float* state, const float* taps, int k, int64_t ld, const float* x, float* y, int64_t n);
+void gdn_step(float* M, int dk, int dv, const float* q, const float* k, const float* v, float g, float beta,
+              float scale, float* o);
+void gdn_steps(float* M, int dk, int dv, const GdnTokens& t, float scale);
 }  // namespace avx512_ops
 
 }  // namespace bee

@@ -98,6 +98,7 @@ bool seq_state_import(KvCache& kv, int seq, const SeqState& st) {
 
 namespace {
 
+constexpr char kSeqMagicV5[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '5'};  // + recurrent state
 constexpr char kSeqMagic[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '4'};
 constexpr char kSeqMagicV3[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '3'};  // no LoRA scales
 constexpr char kSeqMagicV2[8] = {'B', 'E', 'E', 'S', 'E', 'Q', '0', '2'};  // no per-layer V layouts
@@ -135,7 +136,8 @@ size_t seq_file_write(const std::string& path, const SeqFile& f) {
     const SeqState& st = f.state;
     std::string out;
     out.reserve(64 + f.model.size() + f.tokens.size() * 4 + st.bytes());
-    put_bytes(out, kSeqMagic, sizeof kSeqMagic);
+    const bool v5 = !st.recurrent.empty();
+    put_bytes(out, v5 ? kSeqMagicV5 : kSeqMagic, sizeof kSeqMagic);
     put(out, (uint32_t)f.model.size());
     put_bytes(out, f.model.data(), f.model.size());
     put(out, (int32_t)st.n_layer);
@@ -155,10 +157,12 @@ size_t seq_file_write(const std::string& path, const SeqFile& f) {
     put_bytes(out, st.lora.data(), st.lora.size() * sizeof(float));
     put(out, (uint32_t)f.tokens.size());
     put(out, (uint32_t)st.pos.size());
+    if (v5) put(out, (uint64_t)st.recurrent.size());
     put_bytes(out, f.tokens.data(), f.tokens.size() * sizeof(int32_t));
     put_bytes(out, st.pos.data(), st.pos.size() * sizeof(int32_t));
     put_bytes(out, st.k.data(), st.k.size());
     put_bytes(out, st.v.data(), st.v.size());
+    put_bytes(out, st.recurrent.data(), st.recurrent.size() * sizeof(float));
     put(out, (uint64_t)XXH3_64bits(out.data(), out.size()));
     // O_NOFOLLOW: a symlink planted in the slot folder is refused, never written through.
     const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -202,9 +206,9 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     close(fd);
     data.resize(got);
     const auto magic = [&](const char* m) { return data.size() >= 8 && memcmp(data.data(), m, 8) == 0; };
-    const bool v1 = magic(kSeqMagicV1), v2 = magic(kSeqMagicV2), v3 = magic(kSeqMagicV3);
-    if (data.size() < sizeof kSeqMagic + 8 || (!v1 && !v2 && !v3 && !magic(kSeqMagic)))
-        fail("slot file '%s' is not a Bee slot file (no BEESEQ04, BEESEQ03, BEESEQ02 or BEESEQ01 header)",
+    const bool v1 = magic(kSeqMagicV1), v2 = magic(kSeqMagicV2), v3 = magic(kSeqMagicV3), v5 = magic(kSeqMagicV5);
+    if (data.size() < sizeof kSeqMagic + 8 || (!v1 && !v2 && !v3 && !v5 && !magic(kSeqMagic)))
+        fail("slot file '%s' is not a Bee slot file (no BEESEQ05, BEESEQ04, BEESEQ03, BEESEQ02 or BEESEQ01 header)",
              path.c_str());
     uint64_t sum;
     memcpy(&sum, data.data() + data.size() - 8, 8);
@@ -248,9 +252,14 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
         r.take(st.lora.data(), n_lora * sizeof(float), "LoRA scales");
     }
     const uint32_t n_tokens = r.get<uint32_t>("token count"), n_cells = r.get<uint32_t>("cell count");
+    const uint64_t n_rec = v5 ? r.get<uint64_t>("recurrent value count") : 0;
     // Sizes are checked against what is left before anything is allocated (a damaged header must not
     // ask for gigabytes).
-    const uint64_t left = body.size() - r.at;
+    const uint64_t left_all = body.size() - r.at;
+    if (n_rec > left_all / sizeof(float))
+        fail("slot file '%s': %llu recurrent values but %zu bytes follow", path.c_str(), (unsigned long long)n_rec,
+             (size_t)left_all);
+    const uint64_t left = left_all - n_rec * sizeof(float);
     bool sizes_ok = st.n_layer >= 0 && st.k_row_bytes <= left && st.v_row_bytes <= left;
     uint64_t cell = 0;  // K and V bytes of one cell over all layers
     if (sizes_ok && st.n_layer > 0 && st.v_layers.empty()) {
@@ -279,6 +288,8 @@ SeqFile seq_file_read(const std::string& path, size_t* n_read) {
     r.take(st.k.data(), st.k.size(), "K rows");
     st.v.resize((size_t)(n_cells * (cell - (uint64_t)st.n_layer * st.k_row_bytes)));
     r.take(st.v.data(), st.v.size(), "V rows");
+    st.recurrent.resize((size_t)n_rec);
+    r.take(st.recurrent.data(), st.recurrent.size() * sizeof(float), "recurrent state");
     *n_read = data.size();
     return f;
 }

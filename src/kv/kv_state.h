@@ -28,10 +28,15 @@ struct SeqState {
     std::vector<VLayer> v_layers;
     // The LoRA scales the rows were computed under, one per adapter (model/seq_memory.h); empty: none.
     std::vector<float> lora;
+    // Recurrent layers' state after the last position (model/recurrent_state.h), f32; empty for
+    // attention-only models.
+    std::vector<float> recurrent;
 
     VLayer v_layer(int il) const { return v_layers.empty() ? VLayer{type_v, v_row_bytes, rot_v} : v_layers[il]; }
     int n_cells() const { return (int)pos.size(); }
-    size_t bytes() const { return k.size() + v.size() + pos.size() * sizeof(int32_t); }
+    size_t bytes() const {
+        return k.size() + v.size() + pos.size() * sizeof(int32_t) + recurrent.size() * sizeof(float);
+    }
 };
 
 // Copies the cells of `seq` whose position is below p1 (p1 < 0: all of them).
@@ -50,9 +55,10 @@ void seq_state_check(const KvCache& kv, const SeqState& st, const char* what);
 // layout (layers, K/V types, row bytes, K/V rotation groups, then the count of per-layer V layouts, 0 or
 // n_layer, and each as V type, row bytes, rotation group), the count of LoRA scales and the scales (f32),
 // the token ids whose K/V the state holds, positions, K rows, V rows, then an xxh3-64 of everything before
-// it. Little-endian, as the host writes it. "BEESEQ03" files (no LoRA scales) read with none; "BEESEQ02"
-// files (no per-layer V either) read as uniform V; "BEESEQ01" files (written before KV rotation existed,
-// no rotation fields) read as unrotated.
+// it. Little-endian, as the host writes it. A state with recurrent values is written as "BEESEQ05": the same
+// with the count of recurrent values (u64) after the cell count and the values (f32) after the V rows.
+// "BEESEQ03" files (no LoRA scales) read with none; "BEESEQ02" files (no per-layer V either) read as uniform V;
+// "BEESEQ01" files (written before KV rotation existed, no rotation fields) read as unrotated.
 struct SeqFile {
     std::string model;
     std::vector<int32_t> tokens;

@@ -26,7 +26,7 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     if (params_.n_threads <= 0) params_.n_threads = default_thread_count();
     pool_ = std::make_unique<ThreadPool>(params_.n_threads);
     KvCacheParams kp;
-    kp.n_layer = hp.n_layer;
+    kp.n_layer = hp.n_kv_layers();
     kp.n_cells = params_.n_ctx;
     kp.n_partitions = params_.kv_split ? std::min(params_.n_seq_max, params_.n_ctx) : 1;
     kp.n_embd_k = (int64_t)hp.n_head_kv * hp.head_dim;
@@ -39,9 +39,16 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     kp.type_v = params_.type_v;
     kp.rotate = params_.kv_rotate;
     std::string why;  // boundary V (kv/kv_layers.h): some layers keep q8_0 V
-    kp.type_v_layer = kv_v_layer_types(params_.type_v, hp.n_layer, params_.kv_boundary_layers, &why);
+    kp.type_v_layer = kv_v_layer_types(params_.type_v, kp.n_layer, params_.kv_boundary_layers, &why);
     kv_ = std::make_unique<KvCache>(kp);
-    mem_ = std::make_unique<SeqMemory>(*kv_, params_.cut_policy);
+    if (hp.n_recurrent_layers() > 0) {
+        rs_ = std::make_unique<RecurrentState>(hp, model.weights(), params_.n_seq_max, params_.recurrent_keep, *pool_);
+        BEE_LOG_INFO(
+            "recurrent state: %d layers, %.1f MiB per sequence (f32), up to %.1f MiB more per sequence to cut "
+            "inside its last %d batch rows (speculative rollback)",
+            rs_->n_layers(), rs_->state_bytes() / 1048576.0, rs_->rollback_bytes() / 1048576.0, rs_->n_keep());
+    }
+    mem_ = std::make_unique<SeqMemory>(*kv_, params_.cut_policy, rs_.get());
     load_lora();
     if (!kp.type_v_layer.empty()) {
         std::string layers;
@@ -53,7 +60,7 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     BEE_LOG_INFO("KV cache: K %s, V %s: %zu bytes per token, %.1f MiB for %d cells", ggml_type_name(kp.type_k),
                  ggml_type_name(kp.type_v), kv_->bytes_per_token(), kv_->total_bytes() / 1048576.0, kp.n_cells);
     int v_rot = 0;  // the largest rotation group of any layer's V (promoted q8_0 layers are rotated too)
-    for (int il = 0; il < hp.n_layer; il++) v_rot = std::max(v_rot, kv_->v_rot_group(il));
+    for (int il = 0; il < kp.n_layer; il++) v_rot = std::max(v_rot, kv_->v_rot_group(il));
     if (kv_->k_rot_group() > 0 || v_rot > 0)
         BEE_LOG_INFO("KV cache: %s%s%s stored Hadamard-rotated in groups of %d (--kv-rotate off disables)",
                      kv_->k_rot_group() > 0 ? "K" : "", kv_->k_rot_group() > 0 && v_rot > 0 ? " and " : "",
@@ -207,10 +214,33 @@ void Engine::validate(const Batch& b) const {
     }
     if (!b.parent.empty() && n > params_.n_ubatch)
         fail("decode: tree batch of %d rows is larger than n_ubatch %d", n, params_.n_ubatch);
+    if (rs_) validate_recurrent(b);
     const int n_free = kv_->n_cells() - kv_->n_used();
     if (n > n_free)
         fail("decode: KV cache is full: the batch needs %d cells, %d of %d are free (raise -c / --ctx-size)", n, n_free,
              kv_->n_cells());
+}
+
+// Recurrent layers carry one state per sequence along one path of tokens: a sequence's rows must be its
+// next positions in order, and a tree batch may only hold chains.
+void Engine::validate_recurrent(const Batch& b) const {
+    std::vector<int32_t> next(params_.n_seq_max, -1), last_row(params_.n_seq_max, -1);
+    for (int r = 0; r < b.size(); r++) {
+        const int s = b.seq[r];
+        if (next[s] < 0) next[s] = kv_->seq_pos_max(s) + 1;
+        if (!b.parent.empty() && b.parent[r] != last_row[s])
+            fail(
+                "decode: batch row %d: a draft tree (parent %d, not the previous row %d of sequence %d) cannot be "
+                "decoded by a model with recurrent layers (%s): its state follows one path; draft chains instead",
+                r, b.parent[r], last_row[s], s, model_.hparams().arch.c_str());
+        if (b.pos[r] != next[s])
+            fail(
+                "decode: batch row %d: position %d of sequence %d, expected %d: a model with recurrent layers (%s) "
+                "takes each sequence's positions in order, without gaps",
+                r, b.pos[r], s, next[s], model_.hparams().arch.c_str());
+        next[s]++;
+        last_row[s] = r;
+    }
 }
 
 void Engine::apply_shifts() {
@@ -219,13 +249,16 @@ void Engine::apply_shifts() {
     const HParams& hp = model_.hparams();
     if (offload_) offload_->pull_kv(*kv_);  // the device layers' rows are rotated on the host, then sent back
     std::vector<float> row(kv_->params().n_embd_k);
-    for (int il = 0; il < hp.n_layer; il++)
+    for (int il = 0; il < hp.n_layer; il++) {
+        const int kl = hp.layers[il].kv_layer;
+        if (kl < 0) continue;
         for (int c = 0; c < kv_->n_cells(); c++) {
             if (delta[c] == 0) continue;
-            kv_->read_k(il, c, row.data());  // any KV type: dequantize, rotate, requantize
+            kv_->read_k(kl, c, row.data());  // any KV type: dequantize, rotate, requantize
             rope(row.data(), hp.n_head_kv, hp.head_dim, delta[c], hp.layers[il].rope);
-            kv_->write_k(il, c, row.data());
+            kv_->write_k(kl, c, row.data());
         }
+    }
     if (offload_) offload_->push_kv(*kv_);
 }
 
@@ -278,6 +311,8 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
     build_visible(b, r0, n, cells);
     ForwardCtx c{hp, w,       *pool_, *kv_, n, &b.pos[r0], cells + r0, vis_full_ptr_.data(), vis_swa_ptr_.data(),
                  x,  scratch_};
+    c.seq = &b.seq[r0];
+    c.rs = rs_.get();
     c.lora = lora_rows(b, r0, n);
     const bool capture = !b.capture_layers.empty();
     if (capture) {  // rows first, then one slot per captured layer, filled as the layers run
@@ -369,15 +404,16 @@ void Engine::decode(const Batch& b, DecodeOutput& out) {
     out.hidden_rows.clear();
     out.hidden.clear();
     const int n = b.size();
-    std::vector<uint8_t> seen(params_.n_seq_max, 0);
-    for (int r = 0; r < n; r++)  // the first row of a sequence in the batch is its lowest position
-        if (!seen[b.seq[r]]) {
-            seen[b.seq[r]] = 1;
-            mem_->begin_batch(b.seq[r], b.pos[r]);
-        }
+    std::vector<int32_t> first(params_.n_seq_max, -1), count(params_.n_seq_max, 0);
+    for (int r = 0; r < n; r++) {  // the first row of a sequence in the batch is its lowest position
+        if (first[b.seq[r]] < 0) first[b.seq[r]] = b.pos[r];
+        count[b.seq[r]]++;
+    }
     std::vector<int32_t> cells(n);
     if (!kv_->alloc(n, b.pos.data(), b.seq.data(), cells.data()))
         fail("decode: KV cache is full (raise -c / --ctx-size)");
+    for (int s = 0; s < params_.n_seq_max; s++)
+        if (count[s] > 0) mem_->begin_batch(s, first[s], count[s]);
     for (int r0 = 0; r0 < n; r0 += params_.n_ubatch)
         forward_ubatch(b, r0, std::min(params_.n_ubatch, n - r0), cells.data(), out);
 }

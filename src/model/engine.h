@@ -12,6 +12,7 @@
 #include "model/lora.h"
 #include "model/model.h"
 #include "model/offload.h"
+#include "model/recurrent_state.h"
 #include "model/seq_memory.h"
 
 namespace bee {
@@ -30,6 +31,10 @@ struct EngineParams {
     // How sequences may be cut (model/seq_memory.h). CutPolicy::checkpoints on an attention-only model
     // exercises the fall-backs recurrent layers will need.
     CutPolicy cut_policy = CutPolicy::any;
+    // Models with recurrent layers (qwen35): a sequence can be cut exactly at the positions of the last
+    // this many rows of its last batch of two rows or more (model/recurrent_state.h). Speculation needs the
+    // draft depth + 1; the memory is taken per sequence when first used.
+    int recurrent_keep = 65;
     // -ngl / --device: the last layers (and with all of them the output head) on a Vulkan device
     // (model/offload.h). Without a device (or a Vulkan build) every layer runs on the CPU, with a warning.
     OffloadParams offload;
@@ -71,6 +76,7 @@ public:
 private:
     void check_kv_types(const HParams& hp);
     void validate(const Batch& b) const;
+    void validate_recurrent(const Batch& b) const;
     void apply_shifts();
     void build_visible(const Batch& b, int r0, int n, const int32_t* cells);
     void forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out);
@@ -84,6 +90,7 @@ private:
     EngineParams params_;
     std::unique_ptr<ThreadPool> pool_;
     std::unique_ptr<KvCache> kv_;
+    std::unique_ptr<RecurrentState> rs_;  // recurrent layers' state, or none
     std::unique_ptr<SeqMemory> mem_;
     std::unique_ptr<Offload> offload_;  // layers [offload_->first_layer(), n_layer) on a device, or none
     ForwardScratch scratch_;

@@ -23,22 +23,14 @@ void ForwardScratch::resize(const HParams& hp, int n_rows) {
     out.assign(n * hp.n_embd, 0);
     ff_a.assign(n * hp.n_ff, 0);
     ff_b.assign(n * hp.n_ff, 0);
-}
-
-// Calls fn(r0, r1) over contiguous ranges of the rows. note: the per-row work between the matmuls
-// (norms, rope and the KV write, activations, residual adds) ran on the calling thread while the
-// others waited; with several rows (a server step of many slots, a prefill chunk) it is split over the
-// pool. One or two rows stay inline: the hand-off would cost more than it saves. Every element is
-// computed the same way whatever the split (batch invariance, DESIGN.md invariant 2).
-template <class Fn>
-static void for_rows(const ForwardCtx& c, Fn&& fn) {
-    constexpr int kMinRowsPerTask = 2;
-    const int n_tasks = std::min(c.pool.size(), c.n_rows / kMinRowsPerTask);
-    if (n_tasks <= 1) {
-        fn(0, c.n_rows);
-        return;
-    }
-    c.pool.run(n_tasks, [&](int t, int) { fn(c.n_rows * t / n_tasks, c.n_rows * (t + 1) / n_tasks); });
+    qg.assign(hp.attn_output_gate ? n * 2 * hp.n_head * hp.head_dim : 0, 0);
+    const SsmParams& m = hp.ssm;
+    const bool gdn = hp.n_recurrent_layers() > 0;
+    qkv.assign(gdn ? n * m.conv_ch() : 0, 0);
+    conv.assign(gdn ? n * m.conv_ch() : 0, 0);
+    z.assign(gdn ? n * m.d_inner() : 0, 0);
+    o.assign(gdn ? n * m.d_inner() : 0, 0);
+    gb.assign(gdn ? n * 4 * m.n_v_heads : 0, 0);
 }
 
 void norm_rows(const ForwardCtx& c, const float* in, const Weight& w, float* out, int64_t n) {
@@ -54,15 +46,9 @@ void linear(const ForwardCtx& c, const Weight& w, const Weight& bias, const floa
         for (int r = 0; r < c.n_rows; r++) add(out + (size_t)r * w.ne1, (const float*)bias.data, w.ne1);
 }
 
-// linear() of n (<= 3) weights on the same input: the input is quantized once for all (kernels.h).
-struct LinearOut {
-    const Weight* w;
-    const Weight* bias;
-    float* out;
-};
-static void linear_shared(const ForwardCtx& c, const float* in, std::initializer_list<LinearOut> outs) {
-    MatmulOut mo[3] = {};
-    if (outs.size() > 3) fail("linear_shared: %zu outputs, at most 3", outs.size());
+void linear_shared(const ForwardCtx& c, const float* in, std::initializer_list<LinearOut> outs) {
+    MatmulOut mo[4] = {};
+    if (outs.size() > 4) fail("linear_shared: %zu outputs, at most 4", outs.size());
     int n = 0;
     for (const LinearOut& o : outs) mo[n++] = {o.w->type, o.w->data, o.w->ne1, o.w->layout, o.out};
     matmul_shared_input(c.pool, mo, n, outs.begin()->w->ne0, in, c.n_rows);
@@ -72,12 +58,12 @@ static void linear_shared(const ForwardCtx& c, const float* in, std::initializer
     }
 }
 
-// Per-head RMS norm over (n_rows, n_head, hd) in place.
-static void head_norm(const ForwardCtx& c, float* x, int n_head, int hd, const Weight& w) {
+void head_norm(const ForwardCtx& c, float* x, int n_head, int hd, const Weight& w, int64_t stride) {
+    if (stride == 0) stride = (int64_t)n_head * hd;
     for_rows(c, [&](int r0, int r1) {
         for (int r = r0; r < r1; r++)
             for (int h = 0; h < n_head; h++) {
-                float* p = x + ((size_t)r * n_head + h) * hd;
+                float* p = x + (size_t)r * stride + (size_t)h * hd;
                 rms_norm(p, (const float*)w.data, p, hd, c.hp.norm_eps);
             }
     });
@@ -86,8 +72,6 @@ static void head_norm(const ForwardCtx& c, float* x, int n_head, int hd, const W
 void self_attention(ForwardCtx& c, int il, const float* xn) {
     const HParams& hp = c.hp;
     const LayerWeights& L = c.w.layers[il];
-    const LayerParams& lp = hp.layers[il];
-    const int nq = hp.n_head * hp.head_dim, nk = hp.n_head_kv * hp.head_dim, nv = hp.n_head_kv * hp.head_dim_v;
     float* q = c.s.q.data();
     float* k = c.s.k.data();
     float* v = c.s.v.data();
@@ -99,13 +83,24 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     }
     if (L.q_norm) head_norm(c, q, hp.n_head, hp.head_dim, L.q_norm);
     if (L.k_norm) head_norm(c, k, hp.n_head_kv, hp.head_dim, L.k_norm);
+    attend(c, il, q, k, v);
+    linear(c, L.wo, L.bo, c.s.att.data(), c.s.out.data());
+    if (c.lora) lora_apply(c.pool, *c.lora, il, LoraTarget::o, c.s.att.data(), c.s.out.data());
+}
+
+void attend(ForwardCtx& c, int il, float* q, float* k, const float* v) {
+    const HParams& hp = c.hp;
+    const LayerParams& lp = hp.layers[il];
+    const int kl = lp.kv_layer;
+    if (kl < 0) fail("layer %d has no K/V in the cache (not an attention layer)", il);
+    const int nq = hp.n_head * hp.head_dim, nk = hp.n_head_kv * hp.head_dim, nv = hp.n_head_kv * hp.head_dim_v;
     const KvCacheParams& kp = c.kv.params();
     for_rows(c, [&](int r0, int r1) {  // rows have distinct cells: their writes never overlap
         for (int r = r0; r < r1; r++) {
             rope(q + (size_t)r * nq, hp.n_head, hp.head_dim, c.pos[r], lp.rope);
             rope(k + (size_t)r * nk, hp.n_head_kv, hp.head_dim, c.pos[r], lp.rope);
-            c.kv.write_k(il, c.cells[r], k + (size_t)r * nk);  // quantize on write, per head
-            c.kv.write_v(il, c.cells[r], v + (size_t)r * nv);
+            c.kv.write_k(kl, c.cells[r], k + (size_t)r * nk);  // quantize on write, per head
+            c.kv.write_v(kl, c.cells[r], v + (size_t)r * nv);
         }
     });
     AttentionArgs a;
@@ -118,17 +113,15 @@ void self_attention(ForwardCtx& c, int il, const float* xn) {
     a.scale = hp.attn_scale;
     a.softcap = hp.attn_softcap;
     a.k_type = kp.type_k;
-    a.v_type = c.kv.v_type(il);  // V's type may differ per layer (KvCacheParams::type_v_layer)
-    a.k = c.kv.k_data(il);
-    a.v = c.kv.v_data(il);
+    a.v_type = c.kv.v_type(kl);  // V's type may differ per layer (KvCacheParams::type_v_layer)
+    a.k = c.kv.k_data(kl);
+    a.v = c.kv.v_data(kl);
     a.k_cell_bytes = c.kv.k_row_bytes();
-    a.v_cell_bytes = c.kv.v_row_bytes(il);
+    a.v_cell_bytes = c.kv.v_row_bytes(kl);
     a.k_rot_group = c.kv.k_rot_group();
-    a.v_rot_group = c.kv.v_rot_group(il);
+    a.v_rot_group = c.kv.v_rot_group(kl);
     a.visible = lp.swa ? c.visible_swa : c.visible_full;
     attention(c.pool, a);
-    linear(c, L.wo, L.bo, c.s.att.data(), c.s.out.data());
-    if (c.lora) lora_apply(c.pool, *c.lora, il, LoraTarget::o, c.s.att.data(), c.s.out.data());
 }
 
 void ffn_gated(ForwardCtx& c, int il, const float* xn, FfnAct act) {
@@ -265,7 +258,11 @@ void load_common_hparams(const GgufFile& f, HParams& hp) {
                                  arch_float(f, a, "rope.scaling.yarn_log_multiplier", 0.0f),
                                  arch_float(f, a, "rope.scaling.yarn_attn_factor", -1.0f));
     rope.yarn.attn_factor *= arch_float(f, a, "rope.scaling.attn_factor", 1.0f);
-    hp.layers.assign(hp.n_layer, LayerParams{false, rope});
+    hp.layers.assign(hp.n_layer, LayerParams{});
+    for (int il = 0; il < hp.n_layer; il++) {
+        hp.layers[il].rope = rope;
+        hp.layers[il].kv_layer = il;  // every layer has attention unless the arch says otherwise
+    }
 }
 
 void bind_common_weights(const GgufFile& f, const HParams& hp, ModelWeights& w) {

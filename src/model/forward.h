@@ -1,7 +1,9 @@
 // model/forward: the state one ubatch's forward pass runs on, and the building blocks architecture
 // files are made of (norms, linear layers, self-attention with the KV cache, gated FFNs).
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -23,8 +25,14 @@ struct ForwardScratch {
     std::vector<float> out;   // (n_rows, n_embd) block output
     std::vector<float> ff_a;  // (n_rows, n_ff)
     std::vector<float> ff_b;  // (n_rows, n_ff)
+    // qwen35 (empty for other models): qg (n_rows, n_head, 2 head_dim) the gated attention's query and
+    // gate; of the Gated DeltaNet layers qkv and conv (n_rows, conv_ch) before and after the conv, z and o
+    // (n_rows, d_inner), gb (n_rows, 4 H_v): beta and alpha logits, then per row the decay g and beta.
+    std::vector<float> qg, qkv, conv, z, o, gb;
     void resize(const HParams& hp, int n_rows);
 };
+
+class RecurrentState;
 
 struct ForwardCtx {
     const HParams& hp;
@@ -39,16 +47,43 @@ struct ForwardCtx {
     const std::vector<int32_t>* const* visible_swa = nullptr;
     float* x = nullptr;  // (n_rows, n_embd) residual stream
     ForwardScratch& s;
-    LoraBatch* lora = nullptr;  // the LoRA adapters the rows apply (model/lora.h), or none
+    const int32_t* seq = nullptr;  // [n_rows] sequence of each row
+    RecurrentState* rs = nullptr;  // recurrent layers' state per sequence (model/recurrent_state.h), or none
+    LoraBatch* lora = nullptr;     // the LoRA adapters the rows apply (model/lora.h), or none
 };
+
+// Calls fn(r0, r1) over contiguous ranges of the ubatch's rows, on the pool when there are enough rows.
+// Every element is computed the same way whatever the split (batch invariance, DESIGN.md invariant 2).
+template <class Fn>
+void for_rows(const ForwardCtx& c, Fn&& fn) {
+    constexpr int kMinRowsPerTask = 2;
+    const int n_tasks = std::min(c.pool.size(), c.n_rows / kMinRowsPerTask);
+    if (n_tasks <= 1) {
+        fn(0, c.n_rows);
+        return;
+    }
+    c.pool.run(n_tasks, [&](int t, int) { fn(c.n_rows * t / n_tasks, c.n_rows * (t + 1) / n_tasks); });
+}
 
 // out (n_rows, n) = rms_norm(in) * w, row by row.
 void norm_rows(const ForwardCtx& c, const float* in, const Weight& w, float* out, int64_t n);
 // out (n_rows, w.ne1) = in (n_rows, w.ne0) · wᵀ (+ bias if given).
 void linear(const ForwardCtx& c, const Weight& w, const Weight& bias, const float* in, float* out);
+// linear() of up to 4 weights on the same input: the input is quantized once for all (kernels.h).
+struct LinearOut {
+    const Weight* w;
+    const Weight* bias;  // may point at an empty Weight
+    float* out;
+};
+void linear_shared(const ForwardCtx& c, const float* in, std::initializer_list<LinearOut> outs);
+// Per-head RMS norm over (n_rows, n_head, hd) in place, rows `stride` floats apart (0: n_head * hd).
+void head_norm(const ForwardCtx& c, float* x, int n_head, int hd, const Weight& w, int64_t stride = 0);
 // Self-attention of layer il on normed input xn into c.s.out: projections (+biases), per-head q/k
 // norms when the layer has them, rope, KV write, attention over the visible cells, output projection.
 void self_attention(ForwardCtx& c, int il, const float* xn);
+// The middle of self_attention: rope on q (n_rows, n_head, hd) and k, K/V written into the layer's cells,
+// attention over the visible cells into c.s.att (n_rows, n_head * head_dim_v).
+void attend(ForwardCtx& c, int il, float* q, float* k, const float* v);
 
 enum class FfnAct { silu, gelu };
 // Gated FFN of layer il on normed input xn into c.s.out: down(act(gate(xn)) * up(xn)).

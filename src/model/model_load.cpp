@@ -30,10 +30,16 @@ static void repack_weight_in_place(ModelWeights& w, Weight& m) {
 }
 
 static void repack_weights(ModelWeights& w) {
-    for (LayerWeights& L : w.layers)
-        for (Weight* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
+    std::vector<LayerWeights*> layers;
+    for (LayerWeights& L : w.layers) layers.push_back(&L);
+    if (w.nextn) layers.push_back(&w.nextn.block);
+    for (LayerWeights* L : layers)
+        for (Weight* m : {&L->wq, &L->wk, &L->wv, &L->wo, &L->ffn_gate, &L->ffn_up, &L->ffn_down, &L->wqkv, &L->wgate,
+                          &L->ssm_beta, &L->ssm_alpha, &L->ssm_out})
             repack_weight_in_place(w, *m);
     repack_weight_in_place(w, w.output);
+    repack_weight_in_place(w, w.nextn.eh_proj);
+    repack_weight_in_place(w, w.nextn.head);
 }
 
 // The load-time settings become metadata, so each architecture reads them as its own: llama.cpp's

@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "kv/kv_tree.h"
 #include "model/offload.h"
+#include "model/recurrent_state.h"
 
 namespace bee {
 
@@ -14,6 +15,7 @@ int32_t SeqMemory::cut_point(int seq, int32_t p) const {
     if (p >= end) return end;
     if (p <= 0) return 0;
     if (policy_ == CutPolicy::any) return p;
+    if (rs_) return rs_->cut_point(seq, p, end);
     const int32_t b = batch_start_[seq];
     return b >= 0 && b <= p ? b : 0;
 }
@@ -23,16 +25,19 @@ void SeqMemory::cut(int seq, int32_t p) {
     if (cut_point(seq, p) != p)
         fail("sequence memory: sequence %d cannot be cut at position %d (nearest cut point %d; ask cut_point first)",
              seq, p, cut_point(seq, p));
+    if (rs_) rs_->cut(seq, p, n_pos(seq));
     kv_.seq_rm(seq, p, -1);
     if (batch_start_[seq] > p) batch_start_[seq] = -1;
 }
 
 void SeqMemory::clear(int seq) {
+    if (rs_) rs_->clear(seq);
     kv_.seq_rm(seq, 0, -1);
     batch_start_[seq] = -1;
 }
 
 void SeqMemory::clear_all() {
+    if (rs_) rs_->clear_all();
     kv_.clear();
     batch_start_.assign(batch_start_.size(), -1);
 }
@@ -51,6 +56,13 @@ void SeqMemory::shift(int seq, int32_t p0, int32_t p1, int32_t delta) {
 }
 
 void SeqMemory::copy(int src, int dst, int32_t p0, int32_t p1) {
+    if (rs_) {
+        if (p0 != 0 || (p1 >= 0 && p1 < n_pos(src)))
+            fail("sequence memory: sequence %d has recurrent state: only all of it can be copied, not [%d, %d)", src,
+                 p0, p1);
+        if (n_pos(dst) > 0) fail("sequence memory: copy of recurrent state into non-empty sequence %d", dst);
+        rs_->copy(src, dst);
+    }
     set_lora(dst, lora_[src]);
     kv_.seq_cp(src, dst, p0, p1);
     batch_start_[dst] = -1;
@@ -75,11 +87,19 @@ void SeqMemory::set_lora(int seq, const std::vector<float>& scales) {
 SeqState SeqMemory::save(int seq, int32_t p1) const {
     if (offload_) offload_->pull_kv(kv_);
     SeqState st = seq_state_export(kv_, seq, p1);
+    if (rs_) st.recurrent = rs_->state_at(seq, p1 < 0 ? n_pos(seq) : p1, n_pos(seq));
     st.lora = lora_[seq];
     return st;
 }
 
 bool SeqMemory::load(int seq, const SeqState& st) {
+    if (rs_ && (int64_t)st.recurrent.size() != rs_->seq_floats())
+        fail(
+            "sequence memory: the saved state has %zu recurrent values, this model needs %lld (saved from another "
+            "model?)",
+            st.recurrent.size(), (long long)rs_->seq_floats());
+    if (!rs_ && !st.recurrent.empty())
+        fail("sequence memory: the saved state has recurrent values but this model has no recurrent layers");
     // A state saved without adapters (or before they existed) was computed with every scale 0.
     const std::vector<float> lora = st.lora.empty() ? std::vector<float>(lora_[seq].size(), 0.0f) : st.lora;
     if (lora.size() != lora_[seq].size())
@@ -87,6 +107,7 @@ bool SeqMemory::load(int seq, const SeqState& st) {
              lora_[seq].size());
     if (offload_) offload_->pull_kv(kv_);  // whole layers go back: the other sequences' rows must be current
     if (!seq_state_import(kv_, seq, st)) return false;
+    if (rs_) rs_->set_state(seq, st.recurrent);
     if (offload_) offload_->push_kv(kv_);
     batch_start_[seq] = -1;
     lora_[seq] = lora;
@@ -113,6 +134,9 @@ bool SeqMemory::fill_repeating(int seq, int n) {
     return true;
 }
 
-void SeqMemory::begin_batch(int seq, int32_t pos0) { batch_start_[seq] = pos0; }
+void SeqMemory::begin_batch(int seq, int32_t pos0, int n_rows) {
+    batch_start_[seq] = pos0;
+    if (rs_) rs_->begin_batch(seq, pos0, n_rows);
+}
 
 }  // namespace bee

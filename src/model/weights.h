@@ -28,6 +28,27 @@ struct LayerWeights {
     Weight ffn_gate, ffn_up;  // (n_ff, n_embd)
     Weight ffn_down;          // (n_embd, n_ff)
     Weight post_ffn_norm;     // (n_embd) gemma
+    // Gated DeltaNet layers (qwen35, HParams::ssm): conv_ch = (2 H_k + H_v) d, d_inner = H_v d.
+    Weight wqkv;                       // (conv_ch, n_embd) attn_qkv: q | k | v, before the conv
+    Weight wgate;                      // (d_inner, n_embd) attn_gate: z, the output gate
+    Weight ssm_beta, ssm_alpha;        // (H_v, n_embd)
+    Weight ssm_dt;                     // (H_v) ssm_dt.bias
+    Weight ssm_a;                      // (H_v) -exp(A_log)
+    Weight ssm_norm;                   // (d) the gated RMSNorm's weight (stored without +1)
+    Weight ssm_out;                    // (n_embd, d_inner)
+    const float* conv_taps = nullptr;  // (d_conv, conv_ch) ssm_conv1d as f32, tap-major (ModelWeights::owned_f32)
+};
+
+// One MTP (NextN) block stored after the trunk (qwen35; ../shared/specs/drafters.md §4.1, §8.3), run by
+// model/nextn.h. Optional parts left empty fall back to the trunk's output_norm, token_embd and output.
+struct NextnWeights {
+    Weight eh_proj;       // (n_embd, 2 n_embd): [enorm(embedding) ; hnorm(h)] -> n_embd
+    Weight enorm, hnorm;  // (n_embd)
+    Weight head_norm;     // (n_embd) nextn.shared_head_norm, optional
+    Weight embed;         // (n_vocab, n_embd) nextn.embed_tokens, optional
+    Weight head;          // (n_vocab, n_embd) nextn.shared_head_head, optional
+    LayerWeights block;   // a full-attention decoder layer of the architecture
+    explicit operator bool() const { return (bool)eh_proj; }
 };
 
 struct ModelWeights {
@@ -39,7 +60,9 @@ struct ModelWeights {
     // cls_out (n_cls_out, n_cls, or n_embd without cls) + cls_out_b (n_cls_out).
     Weight cls, cls_b, cls_out, cls_out_b;
     std::vector<LayerWeights> layers;
-    std::vector<AlignedBytes> repacked;  // owns the data of every weight whose layout is not gguf
+    NextnWeights nextn;                         // empty unless the model has an MTP block (HParams::n_nextn)
+    std::vector<AlignedBytes> repacked;         // owns the data of every weight whose layout is not gguf
+    std::vector<std::vector<float>> owned_f32;  // float copies made at load (conv_taps)
 };
 
 }  // namespace bee

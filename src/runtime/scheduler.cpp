@@ -19,10 +19,27 @@ Scheduler::Scheduler(Engine& engine, const SchedulerParams& params) : eng_(engin
         fail("context %d split over %d slots leaves %d tokens per slot (raise -c or lower -np)", n_ctx,
              params_.n_parallel, n_ctx_slot_);
     const int32_t n_vocab = engine.model().hparams().n_vocab;
+    const bool one_path = !engine.memory().can_decode_trees();  // recurrent layers: one state per sequence
+    const char* arch = engine.model().hparams().arch.c_str();
+    if (one_path && params_.context_shift)
+        fail(
+            "--context-shift: %s has recurrent layers, whose state cannot drop tokens from the middle of a sequence; "
+            "run without it (a full slot stops) or with a larger -c",
+            arch);
+    if (one_path && params_.spec.suffix_tree_nodes > 0)
+        fail(
+            "--spec-suffix-tree %d: %s has recurrent layers, whose state follows one path, so a draft tree cannot "
+            "be verified exactly; drop the flag (suffix then drafts chains)",
+            params_.spec.suffix_tree_nodes, arch);
+    if (params_.spec.types.empty() && params_.spec.auto_mtp && engine.model().weights().nextn) {
+        params_.spec.types = {"draft-mtp"};
+        BEE_LOG_INFO("speculative: draft-mtp, the model's own MTP block (--spec-type none turns it off)");
+    }
     if (params_.spec.enabled()) spec_ = std::make_unique<SpecShared>(params_.spec, engine.model(), &engine.pool());
     for (int i = 0; i < params_.n_parallel; i++) {
         slots_.emplace_back(i, engine.model().tokenizer(), n_vocab, spec_.get());
         slots_.back().context_shift = params_.context_shift;
+        slots_.back().chains_only = one_path;
         if (params_.extra_drafter) slots_.back().add_drafter(params_.extra_drafter(i));
     }
     for (Slot& s : slots_) s.on_finish = [this](const FinishInfo& f) { on_finished(f); };

@@ -83,6 +83,8 @@ public:
     // from its cache, then calls context_shifted()); without it, or when nothing can be dropped, the slot
     // ends with truncated: true (end_context_full).
     bool context_shift = false;
+    // The engine's memory cannot decode draft trees (recurrent layers): drafts are cut to chains.
+    bool chains_only = false;
     void context_shifted();
     void end_context_full(double now_ms);
     // Hidden-state layers this slot's drafters read (empty: none), and the hand-over of the rows the

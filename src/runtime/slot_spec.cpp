@@ -37,6 +37,7 @@ bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed) {
     lim.p_min_override = gp.spec.p_min;
     lim.target_temp = gp.sampling.temp;
     lim.timed = timed;
+    lim.chains_only = chains_only;
     lim.grammar = grammar_.get();
     spec_->draft(cache, last_, lim);
     fin_.draft_n_grammar_cut += spec_->n_grammar_cut();

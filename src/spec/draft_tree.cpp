@@ -28,6 +28,21 @@ void DraftTree::truncate_size(int n) {
     if ((int)q.size() > n) q.resize(n);
 }
 
+void DraftTree::keep_first_branch() {
+    std::vector<DraftNode> chain;
+    std::vector<std::vector<TokenProb>> qc;
+    int32_t parent = -1, parent_old = -1;
+    for (int i = 0; i < size(); i++) {
+        if (nodes[i].parent != parent_old) continue;  // not the first child of the last kept node
+        chain.push_back({nodes[i].token, parent, (int32_t)chain.size() + 1});
+        if (i < (int)q.size()) qc.push_back(q[i]);
+        parent = (int32_t)chain.size() - 1;
+        parent_old = i;
+    }
+    nodes = std::move(chain);
+    q = qc.size() == nodes.size() ? std::move(qc) : std::vector<std::vector<TokenProb>>{};
+}
+
 int DraftTree::remove_subtrees(const std::vector<uint8_t>& drop) {
     std::vector<int32_t> remap(nodes.size(), -1);
     std::vector<DraftNode> kept;

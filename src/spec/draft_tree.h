@@ -63,6 +63,9 @@ struct DraftTree {
     void truncate_depth(int d);
     // Keeps at most n nodes (the first ones; parents come first, so the result is still a tree).
     void truncate_size(int n);
+    // Keeps one chain: the root's first child, its first child, and so on (drafters add the likeliest
+    // child first), for targets that cannot verify a tree.
+    void keep_first_branch();
     // Removes the nodes flagged in `drop` (one flag per node) with everything below them; the others keep
     // their order (parents remapped, q kept with its node). Returns how many nodes went.
     int remove_subtrees(const std::vector<uint8_t>& drop);

@@ -13,11 +13,12 @@ namespace bee {
 
 const std::vector<DrafterKind>& drafter_kinds() {
     // Priority (first non-empty draft wins): upstream's n-gram order, then Bee's model-free drafters,
-    // then the draft model (modelfree-and-server.md A.2: "draftless decoding has higher precedence").
+    // then the target's MTP block and the draft model (modelfree-and-server.md A.2: "draftless decoding has
+    // higher precedence"; drafters.md §8.4: n-gram types first in combinations).
     static const std::vector<DrafterKind> kinds = {kDrafterNgramSimple, kDrafterNgramMapK,  kDrafterNgramMapK4v,
                                                    kDrafterNgramMod,    kDrafterNgramCache, kDrafterCopyspec,
-                                                   kDrafterRecycle,     kDrafterSuffix,     kDrafterDraftModel,
-                                                   kDrafterEagle3,      kDrafterDflash};
+                                                   kDrafterRecycle,     kDrafterSuffix,     kDrafterMtp,
+                                                   kDrafterDraftModel,  kDrafterEagle3,     kDrafterDflash};
     return kinds;
 }
 

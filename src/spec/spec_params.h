@@ -33,6 +33,9 @@ struct DepthParams {
 
 struct SpecParams {
     std::vector<std::string> types;  // drafter names from the registry; empty: no speculation
+    // No --spec-type was given: the runtime adds draft-mtp when the target has an MTP block (it knows the
+    // model; drafters.md §8.3). Off unless the command line asks for the default.
+    bool auto_mtp = false;
 
     // Draft length settings shared by copyspec, recycle, suffix and the draft model.
     int draft_n_max = 16;          // --spec-draft-n-max

@@ -91,6 +91,7 @@ const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t 
         stats_.drafters[i].n_draft++;
         stats_.drafters[i].ms_draft += time_ms() - t0;
         if (tree_.max_depth() > depth_) tree_.truncate_depth(depth_);
+        if (lim.chains_only && !tree_.is_chain()) tree_.keep_first_branch();
         if (lim.grammar) n_cut_ += cut_draft_to_grammar(tree_, *lim.grammar);
         tree_.truncate_size(lim.n_nodes);
         // too short to pay; but a sampled chain the grammar cut stays, whatever its length: dropping it

@@ -55,6 +55,9 @@ struct DraftLimits {
     float p_min_override = -1;  // per-request speculative.p_min (>= 0: replaces --spec-draft-p-min)
     float target_temp = 0;      // the target sampler's temperature (--spec-draft-temp auto)
     bool timed = true;          // false: this cycle shares its decode with other sequences (no timing data)
+    // The target's memory follows one path (recurrent layers, SeqMemory::can_decode_trees): a tree draft is
+    // cut to its first branch.
+    bool chains_only = false;
     // The request's grammar at id_last (constrained requests): each draft is cut at the first token it
     // rejects, per path (spec/draft_grammar.h), before the depth / size limits; a draft cut below
     // n_min lets the next drafter try. Pass the same constraint to verify(). null: unconstrained.

@@ -98,6 +98,40 @@ def test_gguf_synth_errors(bee, tmp_path, smollm):
     assert_clean_error(bee("gguf", "synth", tmp_path / "a.gguf", "--vocab", tmp_path / "none.gguf"), "none.gguf")
 
 
+VOCAB_DSC = ROOT / ".." / "shared" / "data" / "vocab" / "ggml-vocab-deepseek-coder.gguf"
+
+
+def test_gguf_synth_qwen35_quantize_and_run(bee, tmp_path):
+    """The hybrid qwen35 shapes: upstream's key and tensor names with one MTP block, seeded; `bee quantize` keeps
+    the conv taps in f32; the quantized model runs, and greedy speculation gives the plain greedy tokens."""
+    out = tmp_path / "q35.gguf"
+    r = bee("gguf", "synth", out, "--shape", "qwen35-tiny", "--type", "f32", "--vocab", VOCAB_DSC, "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    info = bee("gguf", "info", out)
+    assert info.returncode == 0, info.stderr
+    for needle in ("qwen35.ssm.conv_kernel", "qwen35.ssm.time_step_rank", "qwen35.rope.dimension_sections",
+                   "qwen35.nextn_predict_layers", "qwen35.full_attention_interval", "blk.0.attn_qkv.weight",
+                   "blk.0.ssm_conv1d.weight", "blk.0.ssm_a", "blk.0.ssm_dt.bias", "blk.3.attn_q_norm.weight",
+                   "blk.4.nextn.eh_proj.weight", "blk.4.nextn.shared_head_norm.weight"):
+        assert needle in info.stdout, needle
+    again = tmp_path / "again.gguf"
+    assert bee("gguf", "synth", again, "--shape", "qwen35-tiny", "--type", "f32", "--vocab", VOCAB_DSC,
+               "--seed", "3").returncode == 0
+    assert out.read_bytes() == again.read_bytes()
+    q = tmp_path / "q35-q8_0.gguf"
+    r = bee("quantize", out, q, "q8_0", "-t", "2")
+    assert r.returncode == 0, r.stderr
+    conv = [line for line in bee("gguf", "info", q).stdout.splitlines() if "blk.0.ssm_conv1d.weight" in line]
+    assert conv and "f32" in conv[0].lower(), conv
+    args = ["run", "-m", q, "-p", "one two three one two three one two", "-n", "24", "--temp", "0", "--json",
+            "-t", "2", "-ctk", "q8_0", "-ctv", "q4_0"]
+    plain = bee(*args)
+    assert plain.returncode == 0, plain.stderr
+    spec = bee(*args, "--spec-type", "ngram-mod,suffix,recycle")
+    assert spec.returncode == 0, spec.stderr
+    assert json.loads(spec.stdout)["tokens"] == json.loads(plain.stdout)["tokens"]
+
+
 def test_compare_llamacpp_refuses_missing_bee(tmp_path, smollm):
     script = ROOT / "bench" / "compare-llamacpp"
     r = subprocess.run([sys.executable, str(script), "-m", str(smollm), "--bee", str(tmp_path / "no-bee")],

@@ -7,8 +7,9 @@ extern const ArchDef kArchLlama;
 extern const ArchDef kArchQwen2;
 extern const ArchDef kArchQwen3;
 extern const ArchDef kArchGemma3;
+extern const ArchDef kArchQwen35;
 
-static const ArchDef* const kArchs[] = {&kArchLlama, &kArchQwen2, &kArchQwen3, &kArchGemma3};
+static const ArchDef* const kArchs[] = {&kArchLlama, &kArchQwen2, &kArchQwen3, &kArchGemma3, &kArchQwen35};
 
 const ArchDef* find_arch(const std::string& name) {
     for (const ArchDef* a : kArchs)

@@ -21,6 +21,8 @@ std::unique_ptr<Drafter> make_suffix(const DrafterEnv& env);
 std::unique_ptr<DrafterShared> make_suffix_shared(const SpecParams& params, const Model& target);
 std::unique_ptr<Drafter> make_draft_model(const DrafterEnv& env);
 std::unique_ptr<DrafterShared> make_draft_model_shared(const SpecParams& params, const Model& target);
+std::unique_ptr<Drafter> make_draft_mtp(const DrafterEnv& env);
+std::unique_ptr<DrafterShared> make_draft_mtp_shared(const SpecParams& params, const Model& target);
 std::unique_ptr<Drafter> make_eagle3(const DrafterEnv& env);
 std::unique_ptr<DrafterShared> make_eagle3_shared(const SpecParams& params, const Model& target);
 std::unique_ptr<Drafter> make_dflash(const DrafterEnv& env);
@@ -28,7 +30,7 @@ std::unique_ptr<DrafterShared> make_dflash_shared(const SpecParams& params, cons
 
 struct DrafterKind;
 extern const DrafterKind kDrafterNgramSimple, kDrafterNgramMapK, kDrafterNgramMapK4v, kDrafterNgramMod,
-    kDrafterNgramCache, kDrafterCopyspec, kDrafterRecycle, kDrafterSuffix, kDrafterDraftModel, kDrafterEagle3,
-    kDrafterDflash;
+    kDrafterNgramCache, kDrafterCopyspec, kDrafterRecycle, kDrafterSuffix, kDrafterMtp, kDrafterDraftModel,
+    kDrafterEagle3, kDrafterDflash;
 
 }  // namespace bee

@@ -203,4 +203,29 @@ TEST(DraftTree, TruncateDepthRemapsParents) {
     EXPECT_FALSE(t.is_chain());
 }
 
+// A target that verifies chains only (recurrent layers) keeps the first child at every level.
+TEST(DraftTree, KeepFirstBranch) {
+    DraftTree t;
+    const int a = t.add(10, -1);
+    t.add(20, -1);  // a second child of the root: dropped
+    const int c = t.add(11, a);
+    t.add(12, a);  // a second child of a: dropped
+    t.add(13, c);
+    t.add(30, 1);  // below a dropped node: dropped
+    t.keep_first_branch();
+    ASSERT_TRUE(t.is_chain());
+    ASSERT_EQ(t.size(), 3);
+    EXPECT_EQ(t.nodes[0].token, 10);
+    EXPECT_EQ(t.nodes[1].token, 11);
+    EXPECT_EQ(t.nodes[2].token, 13);
+    EXPECT_EQ(t.nodes[2].depth, 3);
+    DraftTree chain;
+    const int32_t toks[] = {1, 2, 3};
+    chain.add_chain(toks, 3);
+    chain.q.assign(3, {});
+    chain.keep_first_branch();  // a chain stays what it is, with its draft distributions
+    EXPECT_EQ(chain.size(), 3);
+    EXPECT_EQ(chain.q.size(), 3u);
+}
+
 }  // namespace bee
