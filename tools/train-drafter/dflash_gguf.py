@@ -3,7 +3,7 @@
 
 - `dflash.target_layers`: Bee's / llama.cpp's capture ids (the input of layer k = HF id + 1), which are the ids
   `bee train-data --layers` dumped; `dflash.block_size`; the mask token in `tokenizer.ggml.mask_token_id`;
-- `fc.weight`, `enc.output_norm.weight` (the hidden norm after fc), `output_norm.weight`, per layer
+- `fc.weight` (the training's per-feature scale folded into its columns), `enc.output_norm.weight` (the hidden norm after fc), `output_norm.weight`, per layer
   `blk.i.{attn_norm, attn_q, attn_k, attn_v, attn_output, attn_q_norm, attn_k_norm, ffn_norm, ffn_gate, ffn_up,
   ffn_down}`, the drafter's own `output.weight` over the draft vocabulary and `d2t` (I64 absolute target ids);
   no `token_embd` (the target's is used);
@@ -37,7 +37,7 @@ def write_dflash(path, target, cfg, sd, d2t, layers, qtype="q8_0", description="
     target.copy_tokenizer(w)
     w.add_mask_token_id(int(cfg["mask_token"]))
     f32 = lambda x: np.ascontiguousarray(x, dtype=np.float32)
-    _matrix(w, "fc.weight", sd["fc.weight"], qtype)
+    _matrix(w, "fc.weight", sd["fc.weight"] * np.asarray(cfg["feat_scale"], dtype=np.float32)[None, :], qtype)
     w.add_tensor("enc.output_norm.weight", f32(sd["hidden_norm.weight"]))
     w.add_tensor("output_norm.weight", f32(sd["out_norm.weight"]))
     _matrix(w, "output.weight", sd["lm_head.weight"], qtype)

@@ -39,13 +39,17 @@ class DflashLayer(nn.Module):
 
 class DflashDrafter(nn.Module):
     """cfg: dict with H, n_taps, n_layer, n_head, n_head_kv, head_dim, n_ff, n_draft, eps, rope_theta,
-    block_size, mask_token. embed: the target's token embedding (n_vocab, H), frozen (the GGUF omits it)."""
+    block_size, mask_token, feat_scale (n_taps H). embed: the target's token embedding (n_vocab, H), frozen (the GGUF omits it)."""
 
     def __init__(self, cfg, embed):
         super().__init__()
         self.cfg = cfg
         H = cfg["H"]
         self.register_buffer("embed", embed, persistent=False)
+        # Per-feature scale applied before fc (1 / the feature's RMS over the data): the target's layers carry a few
+        # massive-activation dimensions; dflash_gguf.py folds the scale into fc.weight's columns, so the file's fc
+        # reads the raw features as Bee and llama.cpp feed them.
+        self.register_buffer("feat_scale", torch.as_tensor(cfg["feat_scale"], dtype=torch.float32), persistent=False)
         self.fc = nn.Linear(cfg["n_taps"] * H, H, bias=False)
         self.hidden_norm = RMSNorm(H, cfg["eps"])
         self.layers = nn.ModuleList(DflashLayer(cfg) for _ in range(cfg["n_layer"]))
@@ -70,7 +74,7 @@ class DflashDrafter(nn.Module):
         nh, nkv, hd, theta = cfg["n_head"], cfg["n_head_kv"], cfg["head_dim"], cfg["rope_theta"]
         group = nh // nkv
         dev = feats.device
-        fused = self.hidden_norm(self.fc(feats))  # (B, L, H)
+        fused = self.hidden_norm(self.fc(feats * self.feat_scale.to(feats.dtype)))  # (B, L, H)
         pos_ctx = torch.arange(L, device=dev)
         off = torch.arange(Bk, device=dev)
         pos_blk = (anchors[..., None] + off).reshape(B, A * Bk)  # (B, A*Bk)

@@ -90,6 +90,17 @@ def choose_mask(dump, target, requested):
     return cands[-1]
 
 
+def feature_scale(dump, seqs, n_seqs=64):
+    """1 / RMS of each feature dimension over the rows of up to n_seqs sequences, leaving out rows whose RMS is
+    over 8x the median (the massive-activation rows of the first tokens)."""
+    width = len(dump.layers) * dump.settings["n_embd"]
+    rows = np.concatenate([np.asarray(dump.shards[s.shard]["hidden"][s.row0:s.row0 + s.n], dtype=np.float32)
+                           .reshape(s.n, width) for s in seqs[:n_seqs]])
+    r = np.sqrt((rows * rows).mean(-1))
+    rows = rows[r <= 8 * np.median(r)]
+    return (1.0 / np.sqrt((rows * rows).mean(0) + 1e-6)).astype(np.float32)
+
+
 def make_batch(dump, seqs, t2d, Bk, n_anchors, rng, max_len):
     """feats (B, L, n_taps H), tokens (B, L), anchors (B, A); per block row i (predicting the token at p+1+i):
     idx/p (B, A, Bk-1, K) the target's top-k in draft ids (-1 outside) and probabilities renormalised over the
@@ -204,6 +215,7 @@ def run(args, dump, target, choose_vocab):
         d2t = choose_vocab(dump, train, target, args.draft_vocab)
         mask = choose_mask(dump, target, args.mask_token)
         cfg = drafter_config(args, target, len(d2t), len(dump.layers), mask)
+        cfg["feat_scale"] = feature_scale(dump, train)
     t2d = np.full(target.n_vocab, -1, dtype=np.int64)
     t2d[d2t] = np.arange(len(d2t))
     d2t_t = torch.from_numpy(d2t)
