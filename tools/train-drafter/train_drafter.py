@@ -4,6 +4,9 @@
 
     train_drafter.py eagle3 --data DIR --target MODEL.gguf --out HEAD.gguf [--draft-vocab N] [--epochs E | --steps N]
                             [--ttt 7] [--resume]
+    train_drafter.py dflash --data DIR --target MODEL.gguf --out DRAFTER.gguf [--block-size 8] [--n-layer 2] ...
+
+DFlash (specs/drafters.md §2, §8.2): a block drafter, see train_dflash.py.
 
 EAGLE-3 (specs/drafters.md §3, §8.1): one decoder block over [norm(embed(token)); norm(g)], g = fc(3 captured
 target layers), trained with training-time test: each batch is unrolled --ttt depths, depth j >= 1 fed the head's
@@ -31,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dump import Dump  # noqa: E402
 from eagle3_gguf import Target, write_head  # noqa: E402
 from eagle3_model import Eagle3Head  # noqa: E402
+import train_dflash  # noqa: E402
 
 
 def parse_args(argv):
@@ -68,6 +72,7 @@ def parse_args(argv):
     e.add_argument("--time-limit", type=float, default=0.0, help="minutes; stop (and write) when reached")
     e.add_argument("--eval-seqs", type=int, default=0, help="held-out sequences evaluated at the end [all]")
     e.add_argument("--resume", action="store_true", help="continue from OUT.ckpt.pt")
+    train_dflash.add_parser(sub)
     return ap.parse_args(argv)
 
 
@@ -159,6 +164,8 @@ def main(argv=None):
     if s["n_embd"] != target.n_embd or s["n_vocab"] != target.n_vocab or s["n_layer"] != target.n_layer:
         raise SystemExit(f"error: {args.data} was dumped from another model (n_embd {s['n_embd']}, n_vocab "
                          f"{s['n_vocab']}) than --target {args.target} ({target.n_embd}, {target.n_vocab})")
+    if args.kind == "dflash":
+        return train_dflash.run(args, dump, target, choose_vocab)
     train, held = dump.split()
     if not train:
         raise SystemExit(f"error: {args.data} has no training sequence (all are held out)")
