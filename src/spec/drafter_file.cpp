@@ -57,4 +57,13 @@ Weight own_or_target(const GgufFile& f, const char* name, int64_t ne0, int64_t n
     return target;
 }
 
+void repack_own(Weight& m, std::vector<AlignedBytes>& store) {
+    if (!m || m.layout != WeightLayout::gguf) return;
+    RepackedWeight r = repack_weight(m.type, m.data, m.ne1, m.ne0);
+    if (!r.data) return;
+    m.data = r.data.get();
+    m.layout = r.layout;
+    store.push_back(std::move(r.data));
+}
+
 }  // namespace bee

@@ -113,6 +113,7 @@ private:
     DflashHParams hp_;
     DflashWeights w_;
     std::vector<int32_t> d2t_;
+    std::vector<AlignedBytes> repacked_;  // owns the drafter's own matrices in the matmul's preferred layout
 };
 
 }  // namespace bee

@@ -189,6 +189,12 @@ std::unique_ptr<DflashModel> DflashModel::load(const std::string& path, const Dr
     read_hparams(f, d, target, m->hp_);
     m->d2t_ = read_d2t(f, target, kDrafterFile);
     bind_weights(f, d, target, m->hp_, m->w_, m->d2t_);
+    DflashWeights& w = m->w_;
+    repack_own(w.fc, m->repacked_);
+    for (DflashLayer& L : w.layers)
+        for (Weight* x : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down})
+            repack_own(*x, m->repacked_);
+    if (w.output.data != target.output.data) repack_own(w.output, m->repacked_);  // the target's is repacked already
     return m;
 }
 

@@ -89,7 +89,6 @@ public:
 
 private:
     explicit Eagle3Head(GgufFile f) : file_(std::move(f)) {}
-    void repack(Weight& m);
     GgufFile file_;
     Eagle3HParams hp_;
     Eagle3Weights w_;

@@ -94,18 +94,6 @@ static void bind_weights(const GgufFile& f, const DrafterTarget& t, Eagle3HParam
     if (w.rope_freqs) hp.rope.freq_factors = (const float*)w.rope_freqs.data;
 }
 
-// One of the head's own matrices into the layout the active ISA's matmul reads fastest, as the target's are
-// at load (model/model_load): the same bits (kernels/repack.h), at the speed of the target's own matmuls. Read
-// in place, the GGUF copy cost the tile kernel ~6x per byte (a one-row head step: 2.0 ms, repacked 0.14 ms).
-void Eagle3Head::repack(Weight& m) {
-    if (!m || m.layout != WeightLayout::gguf) return;
-    RepackedWeight r = repack_weight(m.type, m.data, m.ne1, m.ne0);
-    if (!r.data) return;
-    m.data = r.data.get();
-    m.layout = r.layout;
-    repacked_.push_back(std::move(r.data));
-}
-
 std::unique_ptr<Eagle3Head> Eagle3Head::load(const std::string& path, const DrafterTarget& target) {
     std::unique_ptr<Eagle3Head> h(new Eagle3Head(GgufFile::open(path)));
     const GgufFile& f = h->file_;
@@ -119,8 +107,10 @@ std::unique_ptr<Eagle3Head> Eagle3Head::load(const std::string& path, const Draf
     h->d2t_ = read_d2t(f, target, kHeadFile);
     bind_weights(f, target, h->hp_, h->w_, h->d2t_);
     Eagle3Weights& w = h->w_;
-    for (Weight* m : {&w.fc, &w.wq, &w.wk, &w.wv, &w.wo, &w.ffn_gate, &w.ffn_up, &w.ffn_down}) h->repack(*m);
-    if (w.output.data != target.output.data) h->repack(w.output);  // the target's is in its layout already
+    for (Weight* m : {&w.fc, &w.wq, &w.wk, &w.wv, &w.wo, &w.ffn_gate, &w.ffn_up, &w.ffn_down})
+        repack_own(*m, h->repacked_);
+    if (w.output.data != target.output.data)
+        repack_own(w.output, h->repacked_);  // the target's is in its layout already
     return h;
 }
 

@@ -10,6 +10,7 @@
 #include "../model/tiny_model.h"
 #include "base/fp16.h"
 #include "gguf/gguf_writer.h"
+#include "quant/quant.h"
 
 namespace bee::test {
 
@@ -26,13 +27,14 @@ struct DrafterSpec {
     std::vector<bool> swa = {true, false};
     bool own_embd = false, own_output = false;
     bool f16 = false;                        // 2-D weights in f16 (norms stay f32)
+    bool q8 = false;                         // 2-D weights whose rows are whole blocks in q8_0
     std::string skip;                        // a tensor left out
     std::function<void(GgufWriter&)> edit;   // metadata changes after the defaults
     std::function<void(GgufWriter&)> extra;  // more tensors
 };
 
 inline void add_weight(GgufWriter& w, const std::string& name, int64_t ne0, int64_t ne1, std::mt19937& rng, float scale,
-                       bool f16) {
+                       bool f16, bool q8 = false) {
     std::normal_distribution<float> nd(0.0f, scale);
     std::vector<float> v((size_t)(ne0 * ne1));
     for (float& x : v) x = nd(rng);
@@ -40,6 +42,11 @@ inline void add_weight(GgufWriter& w, const std::string& name, int64_t ne0, int6
         for (float& x : v) x += 1.0f;  // norm weights near 1
     std::vector<int64_t> ne = {ne0};
     if (ne1 != 1) ne.push_back(ne1);
+    if (q8 && ne1 != 1 && ne0 % 32 == 0) {
+        std::vector<uint8_t> q(ggml_row_size(GgmlType::Q8_0, ne0) * (size_t)ne1);
+        quantize_matrix(GgmlType::Q8_0, v.data(), q.data(), ne1, ne0);
+        return w.add_tensor(name, GgmlType::Q8_0, ne, q.data(), q.size());
+    }
     if (!f16 || ne1 == 1) return w.add_tensor(name, GgmlType::F32, ne, v.data(), v.size() * sizeof(float));
     std::vector<fp16_t> h(v.size());
     for (size_t i = 0; i < v.size(); i++) h[i] = fp32_to_fp16(v[i]);
@@ -80,7 +87,7 @@ inline std::string write_drafter(const DrafterSpec& s) {
     if (s.edit) s.edit(w);
     std::mt19937 rng(5);
     auto add = [&](const std::string& name, int64_t ne0, int64_t ne1, float scale) {
-        if (name != s.skip) add_weight(w, name, ne0, ne1, rng, scale, s.f16);
+        if (name != s.skip) add_weight(w, name, ne0, ne1, rng, scale, s.f16, s.q8);
     };
     const int64_t nf = (int64_t)s.layers.size() * s.H, nq = s.n_head * s.hd, nk = s.n_head_kv * s.hd;
     add(s.fork ? "dflash_fc.weight" : "fc.weight", nf, s.H, 0.1f);

@@ -4,12 +4,17 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "../model/tiny_model.h"
+#include "base/thread_pool.h"
 #include "gguf/gguf.h"
+#include "kernels/kernels.h"
+#include "kernels/repack.h"
 #include "spec/drafter.h"
 
 namespace bee::test {
@@ -84,6 +89,28 @@ std::vector<T> tensor_values(const GgufFile& io, const char* name) {
     if (!t) return {};
     const T* p = (const T*)t->data;
     return std::vector<T>(p, p + t->n_elements());
+}
+
+// A drafter's own quantized matrix `m`, repacked at load, holds the file's tensor `name` bit for bit: every row
+// unpacks to the file's bytes and a matmul gives the same floats on both copies.
+inline void expect_repacked_losslessly(const GgufFile& file, const char* name, const Weight& m, GgmlType type) {
+    SCOPED_TRACE(name);
+    const GgufTensor* t = file.find_tensor(name);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(m.layout, preferred_layout(type));
+    const size_t row = ggml_row_size(m.type, m.ne0);
+    std::vector<uint8_t> got(row);
+    for (int64_t r = 0; r < m.ne1; r++) {
+        unpack_row(m.type, m.layout, m.data, m.ne1, m.ne0, r, got.data());
+        ASSERT_EQ(std::memcmp(got.data(), t->data + (size_t)r * row, row), 0) << "row " << r;
+    }
+    ThreadPool pool(2);
+    const int n_tok = 3;
+    std::vector<float> x((size_t)n_tok * m.ne0), y((size_t)n_tok * m.ne1), y_file(y.size());
+    for (size_t i = 0; i < x.size(); i++) x[i] = std::cos(0.11f * (float)i);
+    matmul(pool, m.type, m.data, m.ne1, m.ne0, x.data(), n_tok, y.data(), m.layout);
+    matmul(pool, m.type, t->data, m.ne1, m.ne0, x.data(), n_tok, y_file.data(), WeightLayout::gguf);
+    for (size_t i = 0; i < y.size(); i++) ASSERT_EQ(y[i], y_file[i]) << "output " << i;
 }
 
 // BOS then n - 1 tokens of the tiny vocabulary.

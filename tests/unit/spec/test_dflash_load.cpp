@@ -118,6 +118,32 @@ void expect_refused(const DrafterSpec& s, const std::string& want) {
     }
 }
 
+TEST(DflashLoad, RepacksItsOwnQuantizedMatricesLosslessly) {
+    DrafterSpec s;
+    s.q8 = true;
+    s.n_draft = 32;
+    s.own_output = true;
+    const std::string path = write_drafter(s);
+    const std::unique_ptr<DflashModel> m = DflashModel::load(path, drafter_target_of(target()));
+    const GgufFile file = GgufFile::open(path);
+    const DflashWeights& w = m->weights();
+    expect_repacked_losslessly(file, "fc.weight", w.fc, GgmlType::Q8_0);
+    expect_repacked_losslessly(file, "output.weight", w.output, GgmlType::Q8_0);
+    for (int il = 0; il < s.n_layer; il++) {
+        const DflashLayer& L = w.layers[il];
+        const std::string b = "blk." + std::to_string(il) + ".";
+        const std::pair<const char*, const Weight*> mats[] = {{"attn_q.weight", &L.wq},
+                                                              {"attn_k.weight", &L.wk},
+                                                              {"attn_v.weight", &L.wv},
+                                                              {"attn_output.weight", &L.wo},
+                                                              {"ffn_gate.weight", &L.ffn_gate},
+                                                              {"ffn_up.weight", &L.ffn_up},
+                                                              {"ffn_down.weight", &L.ffn_down}};
+        for (const auto& [name, x] : mats) expect_repacked_losslessly(file, (b + name).c_str(), *x, GgmlType::Q8_0);
+    }
+    load_and_draft(s);
+}
+
 TEST(DflashLoad, RefusesADrafterThatDoesNotFit) {
     DrafterSpec s;
     s.H = 32;

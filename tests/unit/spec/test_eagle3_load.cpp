@@ -103,25 +103,7 @@ TEST(Eagle3Load, RepacksItsOwnQuantizedMatricesLosslessly) {
                                                           {"blk.0.ffn_up.weight", &w.ffn_up},
                                                           {"blk.0.ffn_down.weight", &w.ffn_down},
                                                           {"output.weight", &w.output}};
-    ThreadPool pool(2);
-    for (const auto& [name, m] : mats) {
-        SCOPED_TRACE(name);
-        const GgufTensor* t = file.find_tensor(name);
-        ASSERT_NE(t, nullptr);
-        EXPECT_EQ(m->layout, preferred_layout(GgmlType::Q8_0));
-        const size_t row = ggml_row_size(m->type, m->ne0);
-        std::vector<uint8_t> got(row);
-        for (int64_t r = 0; r < m->ne1; r++) {
-            unpack_row(m->type, m->layout, m->data, m->ne1, m->ne0, r, got.data());
-            ASSERT_EQ(std::memcmp(got.data(), t->data + (size_t)r * row, row), 0) << "row " << r;
-        }
-        const int n_tok = 3;
-        std::vector<float> x((size_t)n_tok * m->ne0), y((size_t)n_tok * m->ne1), y_file(y.size());
-        for (size_t i = 0; i < x.size(); i++) x[i] = std::cos(0.11f * (float)i);
-        matmul(pool, m->type, m->data, m->ne1, m->ne0, x.data(), n_tok, y.data(), m->layout);
-        matmul(pool, m->type, t->data, m->ne1, m->ne0, x.data(), n_tok, y_file.data(), WeightLayout::gguf);
-        for (size_t i = 0; i < y.size(); i++) ASSERT_EQ(y[i], y_file[i]) << "output " << i;
-    }
+    for (const auto& [name, m] : mats) expect_repacked_losslessly(file, name, *m, GgmlType::Q8_0);
     load_and_decode(s);
 }
 
