@@ -8,7 +8,7 @@ With --compare BIN it times 1 stream and N streams on two binaries instead (this
 build/bee, against BIN, e.g. a build of an older commit), a fresh server of each in turn every round.
 
 With --spec-type T it compares speculation T against none instead, on the grounded prompt set
-(bench/prompts/grounded.jsonl, chat, greedy): one stream over --prompts prompts in turn (generation
+(bench/prompts/grounded.jsonl, chat, greedy; --spec-args "-md HEAD.gguf" for a drafter file): one stream over --prompts prompts in turn (generation
 tokens/s from the server's timings) and --streams concurrent streams over the next ones (aggregate
 generated tokens / wall time). Both servers restart every round, so drafter state shared across
 requests (suffix's global tree, ngram-mod) never sees a prompt twice."""
@@ -18,6 +18,7 @@ import json
 import statistics
 import subprocess
 import pathlib
+import shlex
 import time
 import urllib.request
 
@@ -72,7 +73,7 @@ def chat(port, user, tokens):
 def spec_round(args, extra, prompts):
     """(single-stream tok/s, N-stream aggregate tok/s, accepted/drafted) for one fresh server."""
     proc, port = start_server("-c", str(args.streams * 2048), "-np", str(args.streams), "-t", str(args.threads),
-                              *extra)
+                              *extra, **({"model": args.model} if args.model else {}))
     try:
         single = [chat(port, p, args.tokens) for p in prompts[:args.prompts]]
         rest = prompts[args.prompts:args.prompts + args.streams]
@@ -89,11 +90,11 @@ def spec_round(args, extra, prompts):
 
 
 def spec_main(a):
-    prompts = [json.loads(l)["user"] for l in GROUNDED.read_text().splitlines() if l.strip()]
-    assert len(prompts) >= a.prompts + a.streams, "not enough grounded prompts"
+    prompts = [json.loads(l)["user"] for l in pathlib.Path(a.prompt_set).read_text().splitlines() if l.strip()]
+    assert len(prompts) >= a.prompts + a.streams, "not enough prompts in the set"
     s1, sn = {"none": [], a.spec_type: []}, {"none": [], a.spec_type: []}
     for r in range(a.rounds):  # alternating: the machine may be shared
-        for name, extra in (("none", []), (a.spec_type, ["--spec-type", a.spec_type])):
+        for name, extra in (("none", []), (a.spec_type, ["--spec-type", a.spec_type, *shlex.split(a.spec_args)])):
             one, many, (acc, dr) = spec_round(a, extra, prompts)
             s1[name].append(one)
             sn[name].append(many)
@@ -138,6 +139,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--spec-type", help="compare this speculative type against none on grounded prompts")
+    ap.add_argument("--prompt-set", default=str(GROUNDED), help="with --spec-type: JSON lines with a user field")
+    ap.add_argument("--model", help="with --spec-type: the GGUF to serve (default: SmolLM2)")
+    ap.add_argument("--spec-args", default="", help="more flags for the speculating server, e.g. \"-md HEAD.gguf\"")
     ap.add_argument("--prompts", type=int, default=4, help="grounded prompts for the single stream (--spec-type)")
     ap.add_argument("--compare", metavar="BIN", help="time 1 and N streams on this binary and on BIN instead")
     a = ap.parse_args()
