@@ -10,12 +10,12 @@ beyond the sequence or inside the prompt are not scored.
 """
 import math
 import os
-import signal
 import time
 
 import numpy as np
 import torch
 
+import checkpoint
 from dflash_gguf import write_dflash
 from dflash_model import DflashDrafter
 
@@ -243,27 +243,13 @@ def run(args, dump, target, choose_vocab):
         return args.lr * min(1.0, (st + 1) / args.warmup) * cos
 
     weights = torch.exp(-torch.arange(Bk - 1, dtype=torch.float32) / args.gamma)
-    step, rng = 0, np.random.default_rng(args.seed)
-    if ckpt is not None:
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["opt"])
-        step = ckpt["step"]
-        rng.bit_generator.state = ckpt["rng"]
+    rng = np.random.default_rng(args.seed)
+    step = checkpoint.restore(ckpt, model, opt, rng)
     desc = f"trained by tools/train-drafter (dflash) on {os.path.basename(os.path.normpath(args.data))}"
 
-    def save(final=False):
-        torch.save(dict(model=model.state_dict(), opt=opt.state_dict(), step=step, rng=rng.bit_generator.state,
-                        d2t=d2t, cfg=cfg), ckpt_path + ".part")
-        os.replace(ckpt_path + ".part", ckpt_path)
-        sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
-        write_dflash(args.out + ".part", target, cfg, sd, d2t, dump.layers, args.type, desc + f", step {step}")
-        os.replace(args.out + ".part", args.out)
-        print(f"{'final' if final else 'checkpoint'}: step {step}: wrote {args.out} "
-              f"({os.path.getsize(args.out) / 2**20:.1f} MiB) and {ckpt_path}", flush=True)
-
-    stop = {"now": False}
-    signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    save = checkpoint.saver(ckpt_path, args.out, model, opt, rng, d2t, cfg,
+                            lambda path, sd, text: write_dflash(path, target, cfg, sd, d2t, dump.layers, args.type, text), desc)
+    stop = checkpoint.stop_on_signals()
     order, at = [], 0
     t_log = t_ckpt = time.time()
     ema, acc_ema, rows_done = None, np.zeros(Bk - 1), 0
@@ -301,9 +287,9 @@ def run(args, dump, target, choose_vocab):
                   f"elapsed {el / 60:.1f} min eta {el / step * (total - step) / 60:.1f} min", flush=True)
             t_log = now
         if now - t_ckpt > args.ckpt_minutes * 60:
-            save()
+            save(step)
             t_ckpt = time.time()
-    save(final=True)
+    save(step, final=True)
     if held:
         seqs = held[:args.eval_seqs] if args.eval_seqs else held
         print(f"evaluating {len(seqs)} held-out sequences", flush=True)

@@ -19,7 +19,6 @@ teacher-forced acceptance per depth on them is printed. A checkpoint (OUT.ckpt.p
 import argparse
 import math
 import os
-import signal
 import sys
 import time
 
@@ -31,6 +30,7 @@ except ImportError:
     raise SystemExit("error: train_drafter.py needs PyTorch: scripts/setup.sh train-drafter installs the CPU build")
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import checkpoint  # noqa: E402
 from dump import Dump  # noqa: E402
 from eagle3_gguf import Target, write_head  # noqa: E402
 from eagle3_model import Eagle3Head  # noqa: E402
@@ -202,27 +202,12 @@ def main(argv=None):
           flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=args.weight_decay)
     lr_at = lambda st: args.lr * min(1.0, (st + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, st / total))))
-    step, rng = 0, np.random.default_rng(args.seed)
-    if ckpt is not None:
-        model.load_state_dict(ckpt["model"])
-        opt.load_state_dict(ckpt["opt"])
-        step = ckpt["step"]
-        rng.bit_generator.state = ckpt["rng"]
+    rng = np.random.default_rng(args.seed)
+    step = checkpoint.restore(ckpt, model, opt, rng)
     desc = f"trained by tools/train-drafter on {os.path.basename(args.data)}"
-
-    def save(final=False):
-        torch.save(dict(model=model.state_dict(), opt=opt.state_dict(), step=step, rng=rng.bit_generator.state,
-                        d2t=d2t, cfg=cfg), ckpt_path + ".part")
-        os.replace(ckpt_path + ".part", ckpt_path)
-        sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
-        write_head(args.out + ".part", target, cfg, sd, d2t, dump.layers, args.type, desc + f", step {step}")
-        os.replace(args.out + ".part", args.out)
-        print(f"{'final' if final else 'checkpoint'}: step {step}: wrote {args.out} "
-              f"({os.path.getsize(args.out) / 2**20:.1f} MiB) and {ckpt_path}", flush=True)
-
-    stop = {"now": False}
-    signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
-    signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
+    save = checkpoint.saver(ckpt_path, args.out, model, opt, rng, d2t, cfg,
+                            lambda path, sd, text: write_head(path, target, cfg, sd, d2t, dump.layers, args.type, text), desc)
+    stop = checkpoint.stop_on_signals()
     order, at = [], 0
     t_log = t_ckpt = time.time()
     ema = None
@@ -263,9 +248,9 @@ def main(argv=None):
                   f"elapsed {el / 60:.1f} min eta {eta / 60:.1f} min", flush=True)
             t_log = now
         if now - t_ckpt > args.ckpt_minutes * 60:
-            save()
+            save(step)
             t_ckpt = time.time()
-    save(final=True)
+    save(step, final=True)
     if held:
         seqs = held[:args.eval_seqs] if args.eval_seqs else held
         reached, accepted, n_bound = evaluate(model, dump, seqs, args, t2d, d2t_t)
