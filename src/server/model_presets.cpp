@@ -145,21 +145,6 @@ std::string key_flag(const std::string& key, const FlagLookup& has_flag, bool* t
     return "";
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-    std::vector<std::string> out;
-    size_t at = 0;
-    while (at <= s.size()) {
-        size_t end = s.find(',', at);
-        if (end == std::string::npos) end = s.size();
-        std::string item = s.substr(at, end - at);
-        item.erase(0, item.find_first_not_of(" \t"));
-        item.erase(item.find_last_not_of(" \t") + 1);
-        if (!item.empty()) out.push_back(item);
-        at = end + 1;
-    }
-    return out;
-}
-
 // Flags that belong to the router (its address, keys and model list), dropped from a model's flags.
 bool is_router_flag(const std::string& f) {
     static const char* kRouter[] =
@@ -220,6 +205,21 @@ std::string ini_text(const std::string& name, const std::vector<std::pair<std::s
 }
 
 }  // namespace
+
+std::vector<std::string> split_list(const std::string& s) {
+    std::vector<std::string> out;
+    size_t at = 0;
+    while (at <= s.size()) {
+        size_t end = s.find(',', at);
+        if (end == std::string::npos) end = s.size();
+        std::string item = s.substr(at, end - at);
+        item.erase(0, item.find_first_not_of(" \t"));
+        item.erase(item.find_last_not_of(" \t") + 1);
+        if (!item.empty()) out.push_back(item);
+        at = end + 1;
+    }
+    return out;
+}
 
 bool is_truthy(const std::string& v) { return v == "on" || v == "enabled" || v == "true" || v == "1"; }
 bool is_falsey(const std::string& v) { return v == "off" || v == "disabled" || v == "false" || v == "0"; }

@@ -32,6 +32,8 @@ struct IniSection {
 std::vector<IniSection> parse_preset_ini(const std::string& text, const std::string& path);
 
 // "true"/"on"/"enabled"/"1" and "false"/"off"/"disabled"/"0", as llama-server reads preset booleans.
+// "a, b,,c" -> {"a", "b", "c"}: a comma list with the blanks around items and the empty items dropped.
+std::vector<std::string> split_list(const std::string& s);
 bool is_truthy(const std::string& v);
 bool is_falsey(const std::string& v);
 

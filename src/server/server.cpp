@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "server/http_util.h"
+#include "server/model_presets.h"
 #include "server/routes.h"
 
 namespace bee::server {
@@ -48,17 +49,7 @@ namespace {
 
 // "b, a,b" -> {"a", "b"}: a comma list as llama-server keeps -a and --tags (a sorted set).
 std::vector<std::string> sorted_list(const std::string& s) {
-    std::vector<std::string> out;
-    size_t at = 0;
-    while (at <= s.size()) {
-        size_t end = s.find(',', at);
-        if (end == std::string::npos) end = s.size();
-        std::string item = s.substr(at, end - at);
-        item.erase(0, item.find_first_not_of(" \t"));
-        item.erase(item.find_last_not_of(" \t") + 1);
-        if (!item.empty()) out.push_back(item);
-        at = end + 1;
-    }
+    std::vector<std::string> out = split_list(s);
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end()), out.end());
     return out;

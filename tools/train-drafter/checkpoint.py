@@ -1,7 +1,9 @@
 """tools/train-drafter/checkpoint: what every trainer does around its loop — resume from a checkpoint, save the
-checkpoint and the GGUF together (each written to .part, then renamed), stop cleanly on Ctrl-C / SIGTERM."""
+checkpoint and the GGUF together (each written to .part, then renamed), stop cleanly on Ctrl-C / SIGTERM or at
+the time limit, and the order of the training batches."""
 import os
 import signal
+import time
 
 import torch
 
@@ -37,3 +39,22 @@ def stop_on_signals():
     signal.signal(signal.SIGINT, lambda *_: stop.update(now=True))
     signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
     return stop
+
+
+def batch_order(train, batch_seqs, rng):
+    """Yields the indices of each batch of training sequences, forever: every pass shuffled, then sorted by
+    length in groups of 8 batches (less padding, still mixed)."""
+    while True:
+        perm = rng.permutation(len(train))
+        grp = 8 * batch_seqs
+        order = [i for g in range(0, len(perm), grp) for i in sorted(perm[g:g + grp], key=lambda i: train[i].n)]
+        for at in range(0, max(len(order) - batch_seqs, 0) + 1, batch_seqs):  # fewer than a batch: all of them
+            yield order[at:at + batch_seqs]
+
+
+def past_time_limit(limit_minutes, t_start):
+    """True (and says so) once limit_minutes (0: none) of wall time have passed since t_start."""
+    if limit_minutes and (time.time() - t_start) / 60 > limit_minutes:
+        print(f"time limit of {limit_minutes} minutes reached", flush=True)
+        return True
+    return False

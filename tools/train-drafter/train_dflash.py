@@ -250,20 +250,13 @@ def run(args, dump, target, choose_vocab):
     save = checkpoint.saver(ckpt_path, args.out, model, opt, rng, d2t, cfg,
                             lambda path, sd, text: write_dflash(path, target, cfg, sd, d2t, dump.layers, args.type, text), desc)
     stop = checkpoint.stop_on_signals()
-    order, at = [], 0
     t_log = t_ckpt = time.time()
     ema, acc_ema, rows_done = None, np.zeros(Bk - 1), 0
+    batches = checkpoint.batch_order(train, args.batch_seqs, rng)
     while step < total and not stop["now"]:
-        if args.time_limit and (time.time() - t_start) / 60 > args.time_limit:
-            print(f"time limit of {args.time_limit} minutes reached", flush=True)
+        if checkpoint.past_time_limit(args.time_limit, t_start):
             break
-        if at + args.batch_seqs > len(order):  # a new pass: shuffled, then sorted by length in groups of 8 batches
-            perm = rng.permutation(len(train))
-            grp = 8 * args.batch_seqs
-            order = [i for g in range(0, len(perm), grp) for i in sorted(perm[g:g + grp], key=lambda i: train[i].n)]
-            at = 0
-        idx = order[at:at + args.batch_seqs]
-        at += args.batch_seqs
+        idx = next(batches)
         b = make_batch(dump, [train[i] for i in idx], t2d, Bk, args.anchors, rng, args.max_len)
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
