@@ -15,6 +15,7 @@
 #include "model/pooling.h"
 #include "runtime/scheduler.h"
 #include "sample/sampler.h"
+#include "server/tools.h"
 
 namespace bee::server {
 
@@ -75,6 +76,7 @@ struct ServerContext {
     std::vector<std::string> model_tags;     // --tags, sorted and without repeats
     int64_t created = 0;                     // unix seconds at start
     std::atomic<uint64_t> next_task_id{1};
+    ToolRegistry tools;  // --tools, --mcp-servers-*: GET/POST /tools (server/tools.h); one per server
 
     const Tokenizer& tokenizer() const { return model->tokenizer(); }
 

@@ -233,6 +233,7 @@ HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
         register_model_routes(routes, ctx_);
         routes.install(svr_);
     }
+    register_tool_routes(svr_, ctx_.tools);
 }
 
 HttpServer::~HttpServer() { stop(); }
