@@ -24,26 +24,26 @@ namespace {
 // output is one SSE event {"chunk"}, and the last one {"done": true} with "error" when the call failed.
 void stream_call(httplib::Response& res, ToolProvider& p, std::string name, Json params, ToolCall how) {
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream", [&p, name = std::move(name), params = std::move(params), how = std::move(how)](
-                                 size_t, httplib::DataSink& sink) mutable {
-            how.emit = [&sink](const std::string& chunk) {
-                if (chunk.empty()) return sink.is_writable();
-                const std::string ev = sse_data({{"chunk", chunk}});
-                return sink.is_writable() && sink.write(ev.data(), ev.size());
-            };
-            Json done = {{"done", true}};
-            try {
-                Json r = p.call(name, params, how);
-                if (r.contains("error")) done["error"] = r["error"];
-            } catch (const std::exception& e) {
-                done["error"] = e.what();
-            }
-            const std::string ev = sse_data(done);
-            if (sink.is_writable()) sink.write(ev.data(), ev.size());
-            sink.done();
-            return true;
-        });
+    res.set_chunked_content_provider("text/event-stream",
+                                     [&p, name = std::move(name), params = std::move(params),
+                                      how = std::move(how)](size_t, httplib::DataSink& sink) mutable {
+                                         how.emit = [&sink](const std::string& chunk) {
+                                             if (chunk.empty()) return sink.is_writable();
+                                             const std::string ev = sse_data({{"chunk", chunk}});
+                                             return sink.is_writable() && sink.write(ev.data(), ev.size());
+                                         };
+                                         Json done = {{"done", true}};
+                                         try {
+                                             Json r = p.call(name, params, how);
+                                             if (r.contains("error")) done["error"] = r["error"];
+                                         } catch (const std::exception& e) {
+                                             done["error"] = e.what();
+                                         }
+                                         const std::string ev = sse_data(done);
+                                         if (sink.is_writable()) sink.write(ev.data(), ev.size());
+                                         sink.done();
+                                         return true;
+                                     });
 }
 
 }  // namespace
@@ -64,10 +64,11 @@ void register_tool_routes(httplib::Server& svr, ToolRegistry& tools) {
                      throw HttpError(400, "invalid_request_error", "\"tool\" must be the name of a tool (a string)");
                  const std::string name = body["tool"].get<std::string>();
                  Json params = body.value("params", Json::object());
-                 if (!params.is_object())
-                     throw HttpError(400, "invalid_request_error", "\"params\" must be an object");
+                 if (!params.is_object()) throw HttpError(400, "invalid_request_error", "\"params\" must be an object");
                  ToolProvider* p = tools.find(name);
-                 if (!p) throw HttpError(404, "invalid_request_error", "no tool named '" + name + "' (GET /tools lists them)");
+                 if (!p)
+                     throw HttpError(404, "invalid_request_error",
+                                     "no tool named '" + name + "' (GET /tools lists them)");
                  ToolCall how;
                  how.cwd = req.get_header_value("x-tool-cwd");
                  how.runtime = req.get_header_value("x-tool-runtime");
