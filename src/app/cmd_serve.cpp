@@ -30,6 +30,7 @@ struct ServeOptions {
     int32_t n_parallel = -1;
     int32_t cache_ram_mib = 8192;
     int32_t ctx_checkpoints = 32;
+    int32_t checkpoint_every = 8192;
     bool kv_unified = false, no_kv_unified = false, cache_prompt = true;
     bool jinja = false, cont_batching = false, no_cont_batching = false, no_context_shift = false;
     std::string api_key, api_key_file, chat_template, chat_template_file, chat_template_kwargs;
@@ -129,7 +130,14 @@ void add_slot_options(ArgParser& p, ServeOptions& o) {
     p.i32("-cram,--cache-ram", &o.cache_ram_mib, "host-RAM prompt cache in MiB (0: off, -1: no limit) [8192]", -1,
           INT32_MAX);
     p.i32("-ctxcp,--ctx-checkpoints,--swa-checkpoints", &o.ctx_checkpoints,
-          "accepted for llama-server compatibility; not needed: Bee keeps every KV cell (see docs) [32]", 0, INT32_MAX);
+          "models with recurrent layers (qwen35): recurrent-state checkpoints kept per slot, near each prompt's end "
+          "and every --checkpoint-every-n-tokens, so a later prompt sharing a prefix restarts from the nearest one "
+          "(0: none). Attention KV needs none: any cached prefix is kept [32]",
+          0, INT32_MAX);
+    p.i32("-cpent,--checkpoint-every-n-tokens", &o.checkpoint_every,
+          "models with recurrent layers: also a checkpoint at the first batch start this many positions past the "
+          "last one (-1: only near prompt ends) [8192]",
+          -1, INT32_MAX);
     p.f32("-sps,--slot-prompt-similarity", &o.srv.sched.slot_prompt_similarity,
           "cached-prefix share of a prompt above which its slot is preferred [0.10]", 0.0f, 1.0f);
 }
@@ -257,11 +265,6 @@ void finish_options(ServeOptions& o) {
     s.sched.n_parallel = o.n_parallel < 0 ? 4 : o.n_parallel;
     s.sched.kv_unified = o.kv_unified || (o.n_parallel < 0 && !o.no_kv_unified);
     s.sched.n_batch = o.model.n_batch;
-    // llama.cpp snapshots sequences whose cache cannot be cut at any position (windowed SWA caches,
-    // recurrent state). Bee's cache keeps every cell of sliding-window layers (like --swa-full) and has
-    // no recurrent architectures, so any prefix is kept with seq_rm and checkpoints have nothing to do.
-    if (o.ctx_checkpoints != 32)
-        BEE_LOG_INFO("--ctx-checkpoints has no effect: every cached prefix can be reused without checkpoints");
     s.sched.cache_ram_bytes = o.cache_ram_mib < 0 ? SIZE_MAX : (size_t)o.cache_ram_mib << 20;
     s.chat_template = chat::select_template(o.chat_template_file, o.chat_template, "");  // "": the model's, once loaded
     if (!o.chat_template_kwargs.empty()) {
@@ -288,6 +291,10 @@ EngineParams serve_engine_params(const ServeOptions& o) {
     EngineParams ep = engine_params(o.model);
     ep.n_seq_max = o.srv.sched.n_parallel;
     ep.kv_split = !o.srv.sched.kv_unified;  // a slot's cells stay contiguous
+    // Bee's cache keeps every cell of sliding-window layers (like --swa-full), so only recurrent state needs
+    // llama.cpp's checkpoints (model/recurrent_state.h).
+    ep.ctx_checkpoints = o.ctx_checkpoints;
+    ep.checkpoint_every_n = o.checkpoint_every == 0 ? -1 : o.checkpoint_every;
     return ep;
 }
 

@@ -31,11 +31,16 @@ struct SeqState {
     // Recurrent layers' state after the last position (model/recurrent_state.h), f32; empty for
     // attention-only models.
     std::vector<float> recurrent;
+    // Its checkpoints at or below the last position (RecurrentState::export_checkpoints): positions, and
+    // the states one after the other. Kept in memory (the RAM prompt cache); slot files do not carry them.
+    std::vector<int32_t> recurrent_cp_pos;
+    std::vector<float> recurrent_cp;
 
     VLayer v_layer(int il) const { return v_layers.empty() ? VLayer{type_v, v_row_bytes, rot_v} : v_layers[il]; }
     int n_cells() const { return (int)pos.size(); }
     size_t bytes() const {
-        return k.size() + v.size() + pos.size() * sizeof(int32_t) + recurrent.size() * sizeof(float);
+        return k.size() + v.size() + pos.size() * sizeof(int32_t) + recurrent.size() * sizeof(float) +
+               recurrent_cp_pos.size() * sizeof(int32_t) + recurrent_cp.size() * sizeof(float);
     }
 };
 

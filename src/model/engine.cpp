@@ -43,10 +43,13 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     kv_ = std::make_unique<KvCache>(kp);
     if (hp.n_recurrent_layers() > 0) {
         rs_ = std::make_unique<RecurrentState>(hp, model.weights(), params_.n_seq_max, params_.recurrent_keep, *pool_);
+        rs_->set_checkpoint_limits(params_.ctx_checkpoints, params_.checkpoint_every_n);
         BEE_LOG_INFO(
             "recurrent state: %d layers, %.1f MiB per sequence (f32), up to %.1f MiB more per sequence to cut "
-            "inside its last %d batch rows (speculative rollback)",
-            rs_->n_layers(), rs_->state_bytes() / 1048576.0, rs_->rollback_bytes() / 1048576.0, rs_->n_keep());
+            "inside its last %d batch rows (speculative rollback), and up to %d checkpoints of %.1f MiB each per "
+            "sequence (--ctx-checkpoints)",
+            rs_->n_layers(), rs_->state_bytes() / 1048576.0, rs_->rollback_bytes() / 1048576.0, rs_->n_keep(),
+            rs_->max_checkpoints(), rs_->state_bytes() / 1048576.0);
     }
     mem_ = std::make_unique<SeqMemory>(*kv_, params_.cut_policy, rs_.get());
     load_lora();

@@ -35,6 +35,11 @@ struct EngineParams {
     // this many rows of its last batch of two rows or more (model/recurrent_state.h). Speculation needs the
     // draft depth + 1; the memory is taken per sequence when first used.
     int recurrent_keep = 65;
+    // --ctx-checkpoints / --checkpoint-every-n-tokens: copies of a recurrent sequence's state kept at earlier
+    // positions, at most this many per sequence (0: none), and one by itself every this many positions
+    // (<= 0: only those the server asks for, near each prompt's end). Attention-only models need none.
+    int ctx_checkpoints = 32;
+    int checkpoint_every_n = 8192;
     // -ngl / --device: the last layers (and with all of them the output head) on a Vulkan device
     // (model/offload.h). Without a device (or a Vulkan build) every layer runs on the CPU, with a warning.
     OffloadParams offload;

@@ -2,6 +2,7 @@
 #include "model/recurrent_state.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "base/error.h"
@@ -21,9 +22,70 @@ size_t RecurrentState::rollback_bytes() const {
     return (size_t)(seq_floats() + (int64_t)n_keep_ * n_layers() * shape_.tape_floats()) * sizeof(float);
 }
 
-void RecurrentState::begin_batch(int seq, int32_t pos0, int n) {
-    if (n < 2 || n_keep_ == 0) return;
+void RecurrentState::set_checkpoint_limits(int max_per_seq, int every_n) {
+    cp_max_ = std::max(max_per_seq, 0);
+    cp_every_ = every_n;
+    for (Seq& s : seqs_)
+        if ((int)s.cps.size() > cp_max_) s.cps.erase(s.cps.begin(), s.cps.end() - cp_max_);
+}
+
+const RecurrentState::Seq::Checkpoint* RecurrentState::checkpoint_at(const Seq& s, int32_t p) {
+    for (const Seq::Checkpoint& c : s.cps)
+        if (c.pos == p) return &c;
+    return nullptr;
+}
+
+void RecurrentState::keep_checkpoint(Seq& s, int32_t p, std::vector<float> state) {
+    auto at = std::find_if(s.cps.begin(), s.cps.end(), [p](const Seq::Checkpoint& c) { return c.pos > p; });
+    s.cps.insert(at, Seq::Checkpoint{p, std::move(state)});
+    if ((int)s.cps.size() > cp_max_) s.cps.erase(s.cps.begin());  // the oldest (lowest) goes first
+}
+
+bool RecurrentState::add_checkpoint(int seq, int32_t p, int32_t end) {
+    if (cp_max_ == 0 || p < kCheckpointMinPos || p > end) return false;
     Seq& s = seqs_[seq];
+    for (const Seq::Checkpoint& c : s.cps)
+        if (std::abs(c.pos - p) < kCheckpointMinGap) return false;
+    keep_checkpoint(s, p, state_at(seq, p, end));
+    return true;
+}
+
+std::vector<int32_t> RecurrentState::checkpoints(int seq) const {
+    std::vector<int32_t> out;
+    for (const Seq::Checkpoint& c : seqs_[seq].cps) out.push_back(c.pos);
+    return out;
+}
+
+void RecurrentState::export_checkpoints(int seq, int32_t p, std::vector<int32_t>& pos,
+                                        std::vector<float>& states) const {
+    pos.clear();
+    states.clear();
+    for (const Seq::Checkpoint& c : seqs_[seq].cps) {
+        if (p >= 0 && c.pos > p) break;
+        pos.push_back(c.pos);
+        states.insert(states.end(), c.state.begin(), c.state.end());
+    }
+}
+
+void RecurrentState::import_checkpoints(int seq, const std::vector<int32_t>& pos, const std::vector<float>& states) {
+    if ((int64_t)states.size() != (int64_t)pos.size() * seq_floats())
+        fail("recurrent state: %zu checkpoint values for %zu checkpoints of %lld values each", states.size(),
+             pos.size(), (long long)seq_floats());
+    Seq& s = seqs_[seq];
+    s.cps.clear();
+    for (size_t i = 0; i < pos.size(); i++) {
+        const float* st = states.data() + (int64_t)i * seq_floats();
+        keep_checkpoint(s, pos[i], std::vector<float>(st, st + seq_floats()));
+    }
+}
+
+void RecurrentState::begin_batch(int seq, int32_t pos0, int n) {
+    Seq& s = seqs_[seq];
+    // the sequence holds [0, pos0): its current state is the one at pos0
+    if (cp_every_ > 0 && cp_max_ > 0 && pos0 >= kCheckpointMinPos &&
+        pos0 - (s.cps.empty() ? 0 : s.cps.back().pos) >= cp_every_)
+        keep_checkpoint(s, pos0, s.cur);
+    if (n < 2 || n_keep_ == 0) return;
     const int keep = std::min(n, n_keep_);
     s.base_pos = pos0 + n - keep;
     s.n_tape = keep;
@@ -42,8 +104,11 @@ int32_t RecurrentState::cut_point(int seq, int32_t p, int32_t end) const {
     if (p >= end) return end;
     if (p <= 0) return 0;
     const Seq& s = seqs_[seq];
-    if (s.base_pos >= 0 && p >= s.base_pos) return std::min(p, s.base_pos + s.n_tape);
-    return 0;
+    int32_t c = 0;
+    if (s.base_pos >= 0 && p >= s.base_pos) c = std::min(p, s.base_pos + s.n_tape);
+    for (const Seq::Checkpoint& k : s.cps)
+        if (k.pos <= p) c = std::max(c, k.pos);
+    return c;
 }
 
 // note: the layers are independent, so each task copies and replays one layer: the conv over every kept row,
@@ -76,8 +141,15 @@ void RecurrentState::cut(int seq, int32_t p, int32_t end) {
              cut_point(seq, p, end));
     if (p == 0) return clear(seq);
     Seq& s = seqs_[seq];
-    replay(s, p - s.base_pos, s.cur.data());
-    s.n_tape = p - s.base_pos;
+    if (s.base_pos >= 0 && p >= s.base_pos && p <= s.base_pos + s.n_tape) {
+        replay(s, p - s.base_pos, s.cur.data());
+        s.n_tape = p - s.base_pos;
+    } else {  // below the kept rows: a checkpoint, whose later rows are gone with the cut
+        s.cur = checkpoint_at(s, p)->state;
+        s.base_pos = -1;
+        s.n_tape = 0;
+    }
+    while (!s.cps.empty() && s.cps.back().pos > p) s.cps.pop_back();
 }
 
 std::vector<float> RecurrentState::state_at(int seq, int32_t p, int32_t end) const {
@@ -87,7 +159,9 @@ std::vector<float> RecurrentState::state_at(int seq, int32_t p, int32_t end) con
         fail("recurrent state: sequence %d has no state kept at position %d (nearest %d)", seq, p,
              cut_point(seq, p, end));
     std::vector<float> st((size_t)seq_floats(), 0.0f);
-    if (p > 0) replay(s, p - s.base_pos, st.data());
+    if (p == 0) return st;
+    if (s.base_pos >= 0 && p >= s.base_pos && p <= s.base_pos + s.n_tape) replay(s, p - s.base_pos, st.data());
+    else st = checkpoint_at(s, p)->state;
     return st;
 }
 
@@ -99,6 +173,7 @@ void RecurrentState::set_state(int seq, const std::vector<float>& st) {
     s.cur = st;
     s.base_pos = -1;
     s.n_tape = 0;
+    s.cps.clear();
 }
 
 void RecurrentState::clear(int seq) {
@@ -106,6 +181,7 @@ void RecurrentState::clear(int seq) {
     std::fill(s.cur.begin(), s.cur.end(), 0.0f);
     s.base_pos = -1;
     s.n_tape = 0;
+    s.cps.clear();
 }
 
 void RecurrentState::clear_all() {

@@ -4,6 +4,8 @@
 // recurrence's inputs: raw q|k|v, decay, beta). A cut there restores the checkpoint and replays the tape
 // with the forward's own per-token code (model/gdn.h), so the state is bit-identical to one that never saw
 // the rows cut away (../shared/specs/drafters.md §2.8: rollback without re-decoding the target).
+// Checkpoints (--ctx-checkpoints) are whole copies of a sequence's state at chosen earlier positions, so a
+// later prompt that leaves the sequence below its last batch restarts from the nearest one instead of from 0.
 // Owned by the Engine; SeqMemory (model/seq_memory.h) is the only caller above the forward.
 #pragma once
 #include <cstdint>
@@ -46,13 +48,31 @@ public:
     float* base_ssm(int seq, int rl) { return base_conv(seq, rl) + shape_.conv_floats(); }
     float* tape_row(int seq, int rl, int32_t pos);
 
-    // The largest c <= p at which `seq` (holding [0, end)) can be cut exactly: end, a kept row, or 0.
+    // Checkpoints: at most max_per_seq per sequence (0: none; the oldest go first), one taken by begin_batch
+    // when a batch starts every_n positions or more past the sequence's last one (<= 0: never by itself).
+    void set_checkpoint_limits(int max_per_seq, int every_n);
+    int max_checkpoints() const { return cp_max_; }
+    // Keeps the state after position p - 1 as a checkpoint; p must be a cut point below or at end. Returns
+    // false (and keeps nothing) when checkpoints are off, p < kCheckpointMinPos, or another is within
+    // kCheckpointMinGap positions of p.
+    bool add_checkpoint(int seq, int32_t p, int32_t end);
+    static constexpr int32_t kCheckpointMinPos = 4, kCheckpointMinGap = 64;
+    // Positions of the checkpoints of `seq`, ascending.
+    std::vector<int32_t> checkpoints(int seq) const;
+    size_t checkpoint_bytes(int seq) const { return seqs_[seq].cps.size() * state_bytes(); }
+    // The checkpoints of `seq` below or at p (positions and their states, seq_floats() each, one after the
+    // other), and back (replacing the sequence's; the states must have seq_floats() values each).
+    void export_checkpoints(int seq, int32_t p, std::vector<int32_t>& pos, std::vector<float>& states) const;
+    void import_checkpoints(int seq, const std::vector<int32_t>& pos, const std::vector<float>& states);
+
+    // The largest c <= p at which `seq` (holding [0, end)) can be cut exactly: end, a kept row, a
+    // checkpoint, or 0.
     int32_t cut_point(int seq, int32_t p, int32_t end) const;
     // The state becomes the one after position p - 1; p must be a cut point below end.
     void cut(int seq, int32_t p, int32_t end);
     // The state after position p - 1 (p = end: the current one); throws Error if p is not a cut point.
     std::vector<float> state_at(int seq, int32_t p, int32_t end) const;
-    // Replaces the state of `seq` (seq_floats() values); the checkpoint is dropped.
+    // Replaces the state of `seq` (seq_floats() values); the kept rows and checkpoints are dropped.
     void set_state(int seq, const std::vector<float>& st);
     void clear(int seq);
     void clear_all();
@@ -65,13 +85,22 @@ private:
         int32_t n_tape = 0;       // positions base_pos .. base_pos + n_tape - 1 are on the tape
         std::vector<float> base;  // seq_floats(), taken on first use
         std::vector<float> tape;  // (n_keep, n_layers, tape_floats)
+        struct Checkpoint {
+            int32_t pos;               // the state after position pos - 1
+            std::vector<float> state;  // seq_floats()
+        };
+        std::vector<Checkpoint> cps;  // ascending positions
     };
+    // The checkpoint of `s` at exactly p, or nullptr.
+    static const Seq::Checkpoint* checkpoint_at(const Seq& s, int32_t p);
+    void keep_checkpoint(Seq& s, int32_t p, std::vector<float> state);
     int64_t layer_floats() const { return shape_.conv_floats() + shape_.ssm_floats(); }
     // state = the checkpoint, then the first n_rows rows of the tape replayed.
     void replay(const Seq& s, int32_t n_rows, float* state) const;
 
     GdnShape shape_;
     int n_keep_ = 0;
+    int cp_max_ = 0, cp_every_ = 0;
     ThreadPool& pool_;
     std::vector<const float*> taps_;  // [recurrent layer] conv taps (d_conv, conv_ch)
     std::vector<Seq> seqs_;

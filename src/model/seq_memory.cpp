@@ -1,6 +1,7 @@
 // model/seq_memory: cut points, cuts, moves, tree commits and state transfer of one sequence.
 #include "model/seq_memory.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/error.h"
@@ -87,7 +88,11 @@ void SeqMemory::set_lora(int seq, const std::vector<float>& scales) {
 SeqState SeqMemory::save(int seq, int32_t p1) const {
     if (offload_) offload_->pull_kv(kv_);
     SeqState st = seq_state_export(kv_, seq, p1);
-    if (rs_) st.recurrent = rs_->state_at(seq, p1 < 0 ? n_pos(seq) : p1, n_pos(seq));
+    if (rs_) {
+        const int32_t p = p1 < 0 ? n_pos(seq) : std::min(p1, n_pos(seq));
+        st.recurrent = rs_->state_at(seq, p, n_pos(seq));
+        rs_->export_checkpoints(seq, p, st.recurrent_cp_pos, st.recurrent_cp);
+    }
     st.lora = lora_[seq];
     return st;
 }
@@ -107,7 +112,10 @@ bool SeqMemory::load(int seq, const SeqState& st) {
              lora_[seq].size());
     if (offload_) offload_->pull_kv(kv_);  // whole layers go back: the other sequences' rows must be current
     if (!seq_state_import(kv_, seq, st)) return false;
-    if (rs_) rs_->set_state(seq, st.recurrent);
+    if (rs_) {
+        rs_->set_state(seq, st.recurrent);
+        rs_->import_checkpoints(seq, st.recurrent_cp_pos, st.recurrent_cp);
+    }
     if (offload_) offload_->push_kv(kv_);
     batch_start_[seq] = -1;
     lora_[seq] = lora;
@@ -132,6 +140,15 @@ bool SeqMemory::fill_repeating(int seq, int n) {
     if (offload_) offload_->push_kv(kv_);
     batch_start_[seq] = -1;
     return true;
+}
+
+bool SeqMemory::checkpoint(int seq, int32_t p) {
+    if (!rs_ || p > n_pos(seq) || cut_point(seq, p) != p) return false;
+    return rs_->add_checkpoint(seq, p, n_pos(seq));
+}
+
+std::vector<int32_t> SeqMemory::checkpoints(int seq) const {
+    return rs_ ? rs_->checkpoints(seq) : std::vector<int32_t>{};
 }
 
 void SeqMemory::begin_batch(int seq, int32_t pos0, int n_rows) {

@@ -3,8 +3,8 @@
 // cached state here — cut, clear, move, tree commit, export/import — never through the KV cache itself.
 //
 // Not every memory can be cut anywhere. Attention KV can drop any suffix; a recurrent layer's state
-// only exists at the points where it was kept (the end of the sequence, the start of its last batch,
-// checkpoints). Callers ask first (`cut_point`, `can_move`, `can_prune_rows`) and fall back when the
+// only exists at the points where it was kept (the end of the sequence, the rows of its last batch,
+// checkpoints: `checkpoint`, --ctx-checkpoints). Callers ask first (`cut_point`, `can_move`, `can_prune_rows`) and fall back when the
 // answer is no: cut at the returned point and re-decode the rest (`Engine::rewind`), or re-process the
 // prompt. CutPolicy::checkpoints applies the recurrent rules to any model, so the fall-backs are tested
 // on attention-only models; CutPolicy::recurrent is the real thing, reported by models with recurrent
@@ -77,6 +77,12 @@ public:
     // With recurrent state p1 must be a cut point (save throws otherwise) and the state travels along.
     SeqState save(int seq, int32_t p1 = -1) const;
     bool load(int seq, const SeqState& st);
+
+    // Checkpoints (recurrent state only; model/recurrent_state.h): keeps the state of `seq` at p, which must
+    // be a cut point, so later cuts down to p are exact. False when the memory has no recurrent state,
+    // checkpoints are off, or one is already near p. The positions of those kept, ascending.
+    bool checkpoint(int seq, int32_t p);
+    std::vector<int32_t> checkpoints(int seq) const;
 
     // Benchmarks of deep contexts: extends `seq` (which holds positions [0, n_pos)) by n positions whose
     // K/V rows repeat its existing rows, without decoding them. False if the cache has no room.

@@ -16,6 +16,10 @@ namespace bee::runtime {
 // Length of the longest common prefix of two token sequences.
 size_t common_prefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b);
 
+// Where a stored state can restart a prompt sharing its first p tokens: p, except that recurrent state exists
+// only at the state's end and at its checkpoints (the largest of those <= p, or 0).
+size_t ram_cut_point(const SeqState& st, size_t p);
+
 class PromptCacheRam {
 public:
     struct Entry {
@@ -27,7 +31,7 @@ public:
     explicit PromptCacheRam(size_t limit_bytes) : limit_(limit_bytes) {}
 
     // Stores an entry (most recently used), dropping entries computed under the same LoRA scales
-    // (SeqState::lora) whose tokens are a prefix of it, then the least recently used ones until the store
+    // (SeqState::lora) whose tokens are a prefix of it (and, with recurrent state, end at one of its cut points), then the least recently used ones until the store
     // fits its limit. An entry larger than the limit is not kept.
     void save(std::vector<int32_t> tokens, SeqState state);
     // The entry computed under LoRA scales `lora` sharing the longest prefix with `prompt` (at least

@@ -243,6 +243,19 @@ void Scheduler::use_lora(Slot& s, const std::vector<float>& lora) {
     eng_.memory().set_lora(s.id(), lora);
 }
 
+// --ctx-checkpoints: a sequence with recurrent state keeps its state a few tokens before the end of each
+// prompt (taken from the rows its last batch kept), so the next prompt of a conversation, which often leaves
+// this one near its end (a chat template's generation prompt, a reasoning block left out of the history),
+// restarts there instead of from the start. Periodic checkpoints come from the memory (begin_batch).
+void Scheduler::checkpoint_prompt_end(Slot& s) {
+    constexpr int32_t kTail = 4;  // llama-server's offset before the prompt end
+    SeqMemory& mem = eng_.memory();
+    if (!mem.recurrent() || s.cache.size() <= (size_t)kTail) return;
+    const int32_t p = mem.cut_point(s.id(), (int32_t)s.cache.size() - kTail);
+    if (mem.checkpoint(s.id(), p))
+        BEE_LOG_DEBUG("slot %d: checkpoint at position %d (%zu kept)", s.id(), p, mem.checkpoints(s.id()).size());
+}
+
 // --cache-ram: before most of a slot's cache is dropped for a new prompt, its tokens and KV go to the
 // RAM store; then if a stored entry shares a longer prefix with the new prompt than the slot does, that
 // entry's KV replaces the slot's. Returns the number of prompt tokens now in the cache.
@@ -255,6 +268,8 @@ size_t Scheduler::restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, 
     size_t n = 0;
     const PromptCacheRam::Entry* e = ram_->best(prompt, lora, std::max(n_past + 1, kMinTokens), &n);
     if (!e) return n_past;
+    // Recurrent state restarts only where it was kept: the entry's end or one of its checkpoints.
+    if (mem.recurrent() && (int32_t)ram_cut_point(e->state, n) <= mem.cut_point(s.id(), (int32_t)n_past)) return n_past;
     mem.clear(s.id());
     s.cache.clear();
     if (!mem.load(s.id(), e->state)) {  // unified KV without room: recompute instead
@@ -478,6 +493,7 @@ void Scheduler::decode_step() {
         if (s.state() == Slot::State::prefill) {
             s.report_progress(now);
             if (s.prompt_left() > 0) continue;
+            checkpoint_prompt_end(s);
             if (s.prompt_done(now)) continue;
         }
         s.sample(out_.logits_at(s.step_out0), n_ctx_slot_, now);

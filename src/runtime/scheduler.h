@@ -90,6 +90,7 @@ private:
     void run_engine_action(Slot& s, Task& t, double now);
     const std::vector<float>& task_lora(const Task& t) const;
     void use_lora(Slot& s, const std::vector<float>& lora);
+    void checkpoint_prompt_end(Slot& s);
     size_t restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, const std::vector<float>& lora, size_t n_past);
     size_t reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size_t n_past, int32_t min_chunk);
     bool build_batch();

@@ -1,6 +1,6 @@
 // tests/unit/model/test_qwen35: the hybrid qwen35 architecture on its tiny synthetic model: the layout it
 // loads, batch invariance, the recurrent state's exact cuts (speculative rollback), its refusals (draft
-// trees, position gaps), save/load with recurrent state, and every KV type on the attention layers.
+// trees, position gaps), save/load with recurrent state, checkpoints, and every KV type on the attention layers.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -216,6 +216,65 @@ TEST(Qwen35, SaveAndLoadCarryTheRecurrentState) {
     Engine nine(*m, ep);  // a state saved at a cut point inside the batch: the shorter sequence's
     decode_batch(nine, std::vector<int32_t>(prompt.begin(), prompt.begin() + 9), 0);
     EXPECT_TRUE(same_state(a.memory().save(0, 9), nine.memory().save(0)));
+}
+
+// Checkpoints (--ctx-checkpoints): states kept at batch starts every checkpoint_every_n positions make cuts
+// below the last batch exact, with nothing decoded again; a cut drops those above it; save / load (the RAM
+// prompt cache) carry them; the oldest go beyond the limit, and with 0 there are none.
+TEST(Qwen35, CheckpointsMakeEarlierCutsExact) {
+    const Model* m = qwen35_tiny();
+    if (!m) return;
+    const std::vector<int32_t> toks = tokens(40, 11), next = tokens(3, 12);
+    EngineParams ep = q35_params();
+    ep.recurrent_keep = 4;
+    ep.checkpoint_every_n = 8;
+    Engine eng(*m, ep);
+    decode_chunks(eng, toks, 0, 0, 6);  // batches start at 0, 6, ..., 36: checkpoints at 12, 24, 36
+    EXPECT_EQ(eng.memory().checkpoints(0), (std::vector<int32_t>{12, 24, 36}));
+    EXPECT_EQ(eng.memory().cut_point(0, 11), 0);
+    EXPECT_EQ(eng.memory().cut_point(0, 20), 12);
+    EXPECT_EQ(eng.memory().cut_point(0, 30), 24);
+    EXPECT_EQ(eng.memory().cut_point(0, 38), 38);  // the last batch's kept rows
+    const SeqState saved = eng.memory().save(0);
+    EXPECT_EQ(saved.recurrent_cp_pos, (std::vector<int32_t>{12, 24, 36}));
+
+    EXPECT_EQ(eng.rewind(0, 24, 0, toks), 0);  // a cut at the checkpoint, nothing decoded again
+    EXPECT_EQ(eng.memory().checkpoints(0), (std::vector<int32_t>{12, 24}));
+    Engine ref(*m, q35_params());
+    decode_chunks(ref, std::vector<int32_t>(toks.begin(), toks.begin() + 24), 0, 0, 5);
+    EXPECT_TRUE(same_state(eng.memory().save(0), ref.memory().save(0)));
+    EXPECT_TRUE(same_bits(decode_chunks(eng, next, 24, 0, 1), decode_chunks(ref, next, 24, 0, 1)));
+
+    Engine loaded(*m, ep);  // the saved state brings its checkpoints along
+    ASSERT_TRUE(loaded.memory().load(0, saved));
+    EXPECT_EQ(loaded.memory().checkpoints(0), (std::vector<int32_t>{12, 24, 36}));
+    loaded.memory().cut(0, 12);
+    Engine twelve(*m, q35_params());
+    decode_chunks(twelve, std::vector<int32_t>(toks.begin(), toks.begin() + 12), 0, 0, 12);
+    EXPECT_TRUE(same_state(loaded.memory().save(0), twelve.memory().save(0)));
+
+    // The server's own checkpoint near a prompt end: at a kept row, not too near another one.
+    Engine end(*m, ep);
+    decode_batch(end, toks, 0);                    // one batch: no periodic checkpoint, rows 36..39 kept
+    EXPECT_FALSE(end.memory().checkpoint(0, 20));  // not a cut point
+    EXPECT_TRUE(end.memory().checkpoint(0, 37));
+    EXPECT_FALSE(end.memory().checkpoint(0, 38));  // within RecurrentState::kCheckpointMinGap of 37
+    decode_batch(end, next, 40);                   // the kept rows move on; the checkpoint stays
+    EXPECT_EQ(end.memory().cut_point(0, 39), 37);
+    end.memory().cut(0, 37);
+    Engine ref37(*m, q35_params());
+    decode_batch(ref37, std::vector<int32_t>(toks.begin(), toks.begin() + 37), 0);
+    EXPECT_TRUE(same_state(end.memory().save(0), ref37.memory().save(0)));
+
+    ep.ctx_checkpoints = 2;  // the oldest go first
+    Engine two(*m, ep);
+    decode_chunks(two, toks, 0, 0, 6);
+    EXPECT_EQ(two.memory().checkpoints(0), (std::vector<int32_t>{24, 36}));
+    ep.ctx_checkpoints = 0;
+    Engine none(*m, ep);
+    decode_chunks(none, toks, 0, 0, 6);
+    EXPECT_TRUE(none.memory().checkpoints(0).empty());
+    EXPECT_EQ(none.memory().cut_point(0, 30), 0);
 }
 
 // Every KV type runs on the attention layers (the recurrent state stays f32): batch-invariant, and close to

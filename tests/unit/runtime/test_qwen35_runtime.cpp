@@ -23,6 +23,13 @@ struct Result {
     FinishInfo fin;
 };
 
+// Checkpoints and the RAM prompt cache (--ctx-checkpoints, --checkpoint-every-n-tokens, --cache-ram) with
+// prompts processed in batches of n_batch rows.
+struct Memory {
+    int ctx_checkpoints = 32, checkpoint_every = 8192, n_batch = 2048;
+    size_t cache_ram = 0;
+};
+
 class Qwen35Runtime : public ::testing::Test {
 protected:
     static void SetUpTestSuite() {
@@ -39,9 +46,11 @@ protected:
     // kv: the target's K/V type. With q4_0 the target's logits differ a little from those of the draft
     // model (the same file, f16 K/V), so its drafts are sometimes rejected.
     void start(int n_slots, const std::vector<std::string>& spec_types = {}, GgmlType kv = GgmlType::Q4_0,
-               int n_ctx = 1024) {
+               int n_ctx = 1024, const Memory& mem = Memory()) {
         sched_.reset();
         EngineParams ep;
+        ep.ctx_checkpoints = mem.ctx_checkpoints;
+        ep.checkpoint_every_n = mem.checkpoint_every;
         ep.n_ctx = n_ctx;
         ep.n_threads = 2;
         ep.type_k = ep.type_v = kv;
@@ -54,6 +63,8 @@ protected:
         sp.spec.draft_n_ctx = n_ctx;
         sp.spec.draft_n_threads = 2;
         sp.spec.draft_model = BEE_QWEN35_TINY;  // used by the "draft" type
+        sp.n_batch = mem.n_batch;
+        sp.cache_ram_bytes = mem.cache_ram;
         sched_ = std::make_unique<Scheduler>(*eng_, sp);
     }
 
@@ -199,6 +210,58 @@ TEST_F(Qwen35Runtime, PrefixReuseGivesTheColdOutput) {
     EXPECT_EQ(warm.tokens, cold.tokens);
     EXPECT_EQ(warm.fin.n_cached, (int32_t)ps[0].size() - 3);  // a cut inside the first prompt's batch
     EXPECT_EQ(cold.fin.n_cached, 0);
+}
+
+// Prompts of distinct ids (the tiny model's vocabulary is 32000).
+std::vector<int32_t> long_prompt(int n, int32_t base) {
+    std::vector<int32_t> p(n);
+    for (int i = 0; i < n; i++) p[i] = base + (i * 131) % 9000;
+    return p;
+}
+
+// --checkpoint-every-n-tokens: a prompt processed in batches of 32 rows keeps the state at 64, 128 and 192; a
+// second prompt leaving it at 150, below the last batch's rows, restarts from 128 and gives the cold output.
+// Without checkpoints it starts from 0.
+TEST_F(Qwen35Runtime, PeriodicCheckpointsRestartALaterPrompt) {
+    const std::vector<int32_t> a = long_prompt(200, 100);
+    std::vector<int32_t> b(a.begin(), a.begin() + 150);
+    for (int32_t t : {31000, 31001, 31002, 31003}) b.push_back(t);
+    Memory mem;
+    mem.checkpoint_every = 64;
+    mem.n_batch = 32;
+    start(1, {}, GgmlType::Q4_0, 1024, mem);
+    run(a, 4);
+    EXPECT_EQ(eng_->memory().checkpoints(0), (std::vector<int32_t>{64, 128, 192}));
+    const Result warm = run(b, 12);
+    start(1, {}, GgmlType::Q4_0, 1024, mem);
+    const Result cold = run(b, 12);
+    EXPECT_EQ(warm.tokens, cold.tokens);
+    EXPECT_EQ(warm.fin.n_cached, 128);
+    EXPECT_EQ(cold.fin.n_cached, 0);
+    mem.ctx_checkpoints = 0;
+    start(1, {}, GgmlType::Q4_0, 1024, mem);
+    run(a, 4);
+    EXPECT_EQ(run(b, 12).fin.n_cached, 0);
+}
+
+// The checkpoint near a prompt's end travels with the slot's state into the RAM prompt cache: after another
+// prompt took the slot, a prompt sharing the first one's first 98 tokens restarts at its checkpoint (96)
+// and gives the cold output.
+TEST_F(Qwen35Runtime, RamCacheCarriesTheCheckpointNearThePromptEnd) {
+    const std::vector<int32_t> a = long_prompt(100, 200), other = long_prompt(100, 20000);
+    std::vector<int32_t> b(a.begin(), a.begin() + 98);
+    for (int32_t t : {31000, 31001, 31002}) b.push_back(t);
+    Memory mem;
+    mem.cache_ram = 64u << 20;
+    start(1, {}, GgmlType::Q4_0, 1024, mem);
+    run(a, 6);
+    EXPECT_EQ(eng_->memory().checkpoints(0), (std::vector<int32_t>{96}));
+    run(other, 6);
+    const Result warm = run(b, 12);
+    start(1, {}, GgmlType::Q4_0, 1024, mem);
+    const Result cold = run(b, 12);
+    EXPECT_EQ(warm.tokens, cold.tokens);
+    EXPECT_EQ(warm.fin.n_cached, 96);
 }
 
 TEST_F(Qwen35Runtime, RefusesContextShiftAndDraftTrees) {
