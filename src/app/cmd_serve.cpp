@@ -266,7 +266,8 @@ void finish_options(ServeOptions& o) {
     s.sched.kv_unified = o.kv_unified || (o.n_parallel < 0 && !o.no_kv_unified);
     s.sched.n_batch = o.model.n_batch;
     s.sched.cache_ram_bytes = o.cache_ram_mib < 0 ? SIZE_MAX : (size_t)o.cache_ram_mib << 20;
-    s.chat_template = chat::select_template(o.chat_template_file, o.chat_template, "");  // "": the model's, once loaded
+    s.chat_template =
+        chat::select_template(o.chat_template_file, o.chat_template, "", o.jinja);  // "": the model's, once loaded
     if (!o.chat_template_kwargs.empty()) {
         try {
             s.chat_template_kwargs = chat::Json::parse(o.chat_template_kwargs);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "base/mapped_file.h"
 
 namespace bee::chat {
@@ -70,14 +71,20 @@ std::string render_builtin(const builtin::Format& format, const nlohmann::ordere
 }
 
 std::string select_template(const std::string& file, const std::string& name_or_source,
-                            const std::string& model_template) {
+                            const std::string& model_template, bool literal_ok) {
     if (!file.empty()) return read_file(file);
     if (name_or_source.empty()) return model_template;
     if (find_builtin(name_or_source)) return name_or_source;
-    if (name_or_source.find("{%") == std::string::npos && name_or_source.find("{{") == std::string::npos)
+    const bool tags = name_or_source.find("{%") != std::string::npos || name_or_source.find("{{") != std::string::npos;
+    if (!tags && literal_ok)
+        BEE_LOG_WARN(
+            "--chat-template '%s' is not a built-in name (%s): used as a Jinja template without tags, so "
+            "every prompt is that text",
+            name_or_source.c_str(), builtin_template_list().c_str());
+    else if (!tags)
         fail(
             "--chat-template '%s' is neither a built-in template name nor Jinja source: give one of %s, Jinja "
-            "source, or --chat-template-file FILE",
+            "source, or --chat-template-file FILE (with --jinja, as llama-server, any text is taken as a template)",
             name_or_source.c_str(), builtin_template_list().c_str());
     return name_or_source;
 }

@@ -28,8 +28,10 @@ std::string render_builtin(const builtin::Format& format, const nlohmann::ordere
 // --chat-template-file FILE if given, else --chat-template (a built-in name, returned as is, or Jinja
 // source), else `model_template` (the GGUF's tokenizer.chat_template; may be empty: the caller decides).
 // Template::load takes the result. Throws Error for a --chat-template that is neither a built-in name nor
-// Jinja (the message lists the names), or an unreadable file.
+// Jinja (the message lists the names: a misspelt name would otherwise render as itself), unless
+// `literal_ok` (llama-server with --jinja takes any such text as a template without tags: constant text,
+// with a warning); or for an unreadable file.
 std::string select_template(const std::string& file, const std::string& name_or_source,
-                            const std::string& model_template);
+                            const std::string& model_template, bool literal_ok = false);
 
 }  // namespace bee::chat

@@ -51,6 +51,19 @@ def test_unknown_template_name_lists_the_valid_ones():
         assert re.search(r"[ ,]" + re.escape(name) + r"[,;]", r.stderr), (name, r.stderr)
 
 
+def test_text_without_tags_is_a_literal_template_with_jinja():
+    # llama-server with --jinja takes any --chat-template text as a template; without --jinja Bee still
+    # refuses it (above), so a misspelt name is not silently rendered as itself.
+    text = "This is not a chat template, it is"
+    s = Server("-c", "256", "-np", "1", "--jinja", "--chat-template", text)
+    try:
+        code, _, r = s.post("/apply-template", {"messages": CONV})
+        assert code == 200 and r["prompt"] == text
+        assert "not a built-in name" in s.output()
+    finally:
+        s.stop()
+
+
 def test_apply_template_add_generation_prompt(server):
     msgs = [{"role": "user", "content": "Hi"}]
     with_gen = server.post("/apply-template", {"messages": msgs})[2]["prompt"]
