@@ -108,7 +108,7 @@ constexpr CompatRow kRows[] = {
     {"--no-jinja", V, Act::ignore, 0, "Bee renders every chat template with its own Jinja interpreter"},
     {"--props", V, Act::ignore, 0, "POST /props is not implemented (GET /props answers)"},
     {"--cache-idle-slots,--no-cache-idle-slots", V, Act::ignore, 0,
-     "idle slots keep their cells until a new task needs them (the prompt cache is --cache-ram)"},
+     "idle slots keep their cells until a new task needs them, then go to the RAM prompt cache (--cache-ram)"},
     {"-cms,--checkpoint-min-step", V, Act::ignore, 1, "every cached prefix is reusable without checkpoints"},
     {"--sleep-idle-seconds", V, Act::ignore, 1, "the model stays loaded while the server runs"},
     {"--log-prompts-dir", V, Act::ignore, 1, "prompts are not written to files"},

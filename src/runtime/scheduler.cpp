@@ -256,23 +256,29 @@ void Scheduler::checkpoint_prompt_end(Slot& s) {
         BEE_LOG_DEBUG("slot %d: checkpoint at position %d (%zu kept)", s.id(), p, mem.checkpoints(s.id()).size());
 }
 
+// --cache-ram: a slot's tokens and sequence state, before they are dropped (smaller caches are cheaper to
+// recompute than to store).
+void Scheduler::save_to_ram(Slot& s) {
+    if (!ram_ || s.cache.size() < kRamMinTokens) return;
+    ram_->save(s.cache, eng_.memory().save(s.id(), (int32_t)s.cache.size()));
+}
+
 // --cache-ram: before most of a slot's cache is dropped for a new prompt, its tokens and KV go to the
 // RAM store; then if a stored entry shares a longer prefix with the new prompt than the slot does, that
 // entry's KV replaces the slot's. Returns the number of prompt tokens now in the cache.
 size_t Scheduler::restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, const std::vector<float>& lora,
                                    size_t n_past) {
-    constexpr size_t kMinTokens = 32;  // smaller caches are cheaper to recompute than to store
     SeqMemory& mem = eng_.memory();
-    if (s.cache.size() >= kMinTokens && n_past < s.cache.size() / 2)
-        ram_->save(s.cache, mem.save(s.id(), (int32_t)s.cache.size()));
+    if (n_past < s.cache.size() / 2) save_to_ram(s);
     size_t n = 0;
-    const PromptCacheRam::Entry* e = ram_->best(prompt, lora, std::max(n_past + 1, kMinTokens), &n);
+    const PromptCacheRam::Entry* e = ram_->best(prompt, lora, std::max(n_past + 1, kRamMinTokens), &n);
     if (!e) return n_past;
     // Recurrent state restarts only where it was kept: the entry's end or one of its checkpoints.
     if (mem.recurrent() && (int32_t)ram_cut_point(e->state, n) <= mem.cut_point(s.id(), (int32_t)n_past)) return n_past;
     mem.clear(s.id());
     s.cache.clear();
-    if (!mem.load(s.id(), e->state)) {  // unified KV without room: recompute instead
+    if (params_.kv_unified) make_room(e->state.n_cells());  // other idle slots' cells (they go to RAM first)
+    if (!mem.load(s.id(), e->state)) {                      // unified KV without room: recompute instead
         BEE_LOG_WARN("slot %d: no room to restore %zu cached tokens from RAM", s.id(), e->tokens.size());
         return 0;
     }
@@ -314,7 +320,8 @@ size_t Scheduler::reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size
     return n_past;  // the caller drops the leftovers past n_past (seq_rm + resize)
 }
 
-// With a unified KV cache the slots share cells: make room by dropping idle slots' caches, and if the
+// With a unified KV cache the slots share cells: make room by dropping idle slots' caches (kept in the RAM
+// prompt cache first, with --cache-ram), and if the
 // generating slots alone no longer fit, end the newest ones with llama.cpp's error.
 void Scheduler::make_room(int rows_needed) {
     const KvCache& kv = eng_.kv();
@@ -322,6 +329,7 @@ void Scheduler::make_room(int rows_needed) {
     for (Slot& s : slots_) {
         if (free_cells() >= rows_needed) return;
         if (s.idle() && !s.cache.empty()) {
+            save_to_ram(s);
             eng_.memory().clear(s.id());
             s.cache.clear();
         }

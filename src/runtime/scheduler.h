@@ -91,6 +91,8 @@ private:
     const std::vector<float>& task_lora(const Task& t) const;
     void use_lora(Slot& s, const std::vector<float>& lora);
     void checkpoint_prompt_end(Slot& s);
+    static constexpr size_t kRamMinTokens = 32;
+    void save_to_ram(Slot& s);
     size_t restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, const std::vector<float>& lora, size_t n_past);
     size_t reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size_t n_past, int32_t min_chunk);
     bool build_batch();

@@ -145,6 +145,26 @@ def test_cache_ram_restores_evicted_prompt(cache_ram):
         s.stop()
 
 
+def test_unified_kv_evicted_slot_goes_to_ram():
+    """Four slots sharing 400 cells: B on slot 1 needs slot 0's cells, so A's cache leaves the KV cache for
+    host RAM; A again on slot 0 comes back from RAM (slot 1, idle, makes room the same way) with the same
+    output."""
+    s = Server("-c", "400", "--cache-ram", "64")
+    try:
+        a = {"prompt": "The history of the printing press begins in Mainz, " * 14, "n_predict": 8,
+             "temperature": 0, "id_slot": 0}
+        b = {"prompt": "Recipe for bread: flour, water, salt and yeast. " * 25, "n_predict": 8, "temperature": 0,
+             "id_slot": 1}
+        first = s.post("/completion", a)[2]
+        assert s.post("/completion", b)[2]["timings"]["cache_n"] == 0
+        assert s.get("/slots")[2][0]["n_cached_tokens"] == 0  # evicted
+        again = s.post("/completion", a)[2]
+        assert again["timings"]["cache_n"] == first["tokens_evaluated"] - 1
+        assert again["content"] == first["content"]
+    finally:
+        s.stop()
+
+
 def test_unified_kv():
     """-np -1: four slots sharing one cache, each may use the whole context. When the shared cache runs
     out, the generating slots end with llama-server's "Context size has been exceeded." (500), and the
