@@ -1,0 +1,192 @@
+// server/subprocess: fork/exec with pipes, a time limit and a kill of the whole process group.
+#include "server/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace bee::server {
+
+namespace {
+
+void close_fd(int& fd) {
+    if (fd >= 0) ::close(fd);
+    fd = -1;
+}
+
+void put(const char* s) {
+    const ssize_t n = ::write(2, s, strlen(s));
+    (void)n;
+}
+
+// In the forked child: only async-signal-safe calls until exec. The child leads its own process group
+// (so a time limit can kill everything it started), gets the default signal mask and SIGPIPE action
+// back (the server blocks SIGINT/SIGTERM and ignores SIGPIPE), and keeps no descriptor but 0, 1, 2.
+[[noreturn]] void exec_child(char* const* argv, const char* cwd, int in_fd, int out_fd, int err_fd) {
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    dup2(in_fd, 0);
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+#endif
+        for (int fd = 3; fd < 65536; fd++) ::close(fd);
+    if (cwd && chdir(cwd) != 0) {
+        put("cannot change to the working directory ");
+        put(cwd);
+        put("\n");
+        _exit(127);
+    }
+    execvp(argv[0], argv);
+    put("cannot run ");
+    put(argv[0]);
+    put(": not found or not executable\n");
+    _exit(127);
+}
+
+std::vector<char*> c_argv(const std::vector<std::string>& argv) {
+    std::vector<char*> out;
+    for (const std::string& a : argv) out.push_back(const_cast<char*>(a.c_str()));
+    out.push_back(nullptr);
+    return out;
+}
+
+bool make_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0; }
+
+int wait_exit_code(pid_t pid) {
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR) return -1;
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return -1;
+}
+
+void write_all(int fd, const std::string& data) {
+    size_t off = 0;
+    while (off < data.size()) {
+        const ssize_t n = ::write(fd, data.data() + off, data.size() - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // the child closed its stdin: its exit code tells what happened
+        off += (size_t)n;
+    }
+}
+
+}  // namespace
+
+RunResult run_process(const std::vector<std::string>& argv, const RunOptions& o) {
+    RunResult r;
+    int in[2] = {-1, -1}, out[2] = {-1, -1};
+    int devnull = o.merge_stderr ? -1 : open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (argv.empty() || !make_pipe(in) || !make_pipe(out) || (!o.merge_stderr && devnull < 0)) {
+        for (int* fd : {&in[0], &in[1], &out[0], &out[1], &devnull}) close_fd(*fd);
+        r.output = "failed to spawn process";
+        return r;
+    }
+    std::vector<char*> args = c_argv(argv);
+    const pid_t pid = fork();
+    if (pid == 0)
+        exec_child(args.data(), o.cwd.empty() ? nullptr : o.cwd.c_str(), in[0], out[1],
+                   o.merge_stderr ? out[1] : devnull);
+    close_fd(in[0]);
+    close_fd(out[1]);
+    close_fd(devnull);
+    if (pid < 0) {
+        close_fd(in[1]);
+        close_fd(out[0]);
+        r.output = "failed to spawn process";
+        return r;
+    }
+    setpgid(pid, pid);  // also done by the child: whichever runs first
+    if (o.input) write_all(in[1], *o.input);
+    close_fd(in[1]);
+
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
+    bool truncated = false, killed = false;
+    char buf[4096];
+    for (;;) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            r.timed_out = true;
+            break;
+        }
+        pollfd pfd{out[0], POLLIN, 0};
+        const int pr = poll(&pfd, 1, 100);
+        if (pr < 0 && errno != EINTR) break;
+        if (pr <= 0) continue;
+        const ssize_t n = ::read(out[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        if (truncated) continue;  // keep draining, or the child blocks on a full pipe
+        const size_t keep = std::min((size_t)n, o.max_output - r.output.size());
+        r.output.append(buf, keep);
+        if (keep < (size_t)n) truncated = true;
+        if (o.on_chunk && keep > 0 && !o.on_chunk(std::string(buf, keep))) {
+            killed = true;
+            break;
+        }
+    }
+    if (r.timed_out || killed) ::kill(-pid, SIGKILL);
+    close_fd(out[0]);
+    r.exit_code = wait_exit_code(pid);
+    if (truncated) r.output += "\n[output truncated]";
+    return r;
+}
+
+bool ChildProcess::start(const std::vector<std::string>& argv) {
+    int in[2] = {-1, -1};
+    int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (argv.empty() || devnull < 0 || !make_pipe(in)) {
+        close_fd(devnull);
+        return false;
+    }
+    std::vector<char*> args = c_argv(argv);
+    const pid_t pid = fork();
+    if (pid == 0) exec_child(args.data(), nullptr, in[0], devnull, 2);
+    close_fd(in[0]);
+    close_fd(devnull);
+    if (pid < 0) {
+        close_fd(in[1]);
+        return false;
+    }
+    setpgid(pid, pid);
+    pid_ = pid;
+    stdin_fd_ = in[1];
+    return true;
+}
+
+bool ChildProcess::alive() {
+    if (pid_ < 0) return false;
+    int st = 0;
+    if (waitpid(pid_, &st, WNOHANG) == 0) return true;
+    pid_ = -1;
+    close_fd(stdin_fd_);
+    return false;
+}
+
+void ChildProcess::stop() {
+    close_fd(stdin_fd_);
+    for (int i = 0; i < 100 && alive(); i++) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    kill();
+}
+
+void ChildProcess::kill() {
+    close_fd(stdin_fd_);
+    if (pid_ < 0) return;
+    ::kill(-pid_, SIGKILL);
+    wait_exit_code(pid_);
+    pid_ = -1;
+}
+
+}  // namespace bee::server
