@@ -397,6 +397,11 @@ private:
             if (cid.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
         std::filesystem::remove(cidfile, ec);
+        if (cid.empty() && !proc_.alive())
+            fail(
+                "`%s run` for --tools-runtime (image %s) exited before the container started: see its message "
+                "above (is the daemon running, is the image available?)",
+                engine_.c_str(), image_.c_str());
         if (cid.empty()) {
             proc_.kill();
             fail("the %s container for --tools-runtime (image %s) did not start in 30 s", engine_.c_str(),

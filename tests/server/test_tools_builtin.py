@@ -252,12 +252,21 @@ def test_runtime_header_refusals(srv, runtime, message):
     assert body["error"]["message"].startswith(message)
 
 
+FAKE_SSH = """#!/bin/sh
+# stand-in for ssh: the last argument is the command line the remote shell would parse
+echo "$*" >> "$FAKE_DOCKER_LOG"
+while [ $# -gt 1 ]; do shift; done
+exec sh -c "$1"
+"""
+
+
 def fake_docker(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    exe = bin_dir / "docker"
-    exe.write_text(FAKE_DOCKER)
-    exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
+    for name, text in (("docker", FAKE_DOCKER), ("ssh", FAKE_SSH)):
+        exe = bin_dir / name
+        exe.write_text(text)
+        exe.chmod(exe.stat().st_mode | stat.S_IEXEC)
     log = tmp_path / "docker.log"
     return {"PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE_DOCKER_LOG": str(log)}, log
 
@@ -275,6 +284,22 @@ def test_container_runtime_header(srv, tmp_path_factory, tmp_path):
         calls = log.read_text().splitlines()
         assert all(c.startswith("exec") and "abc123" in c for c in calls)
         assert any(c.startswith("exec -i abc123 sh -c") for c in calls)  # write_file sends the content on stdin
+    finally:
+        s.stop()
+
+
+def test_ssh_runtime_quotes_the_command(tmp_path_factory, tmp_path):
+    env, log = fake_docker(tmp_path)
+    s = start(tmp_path_factory, "--tools", "all", env=env)
+    try:
+        h = {"x-tool-runtime": "ssh:me@box.example", "x-tool-cwd": str(tmp_path / "it's here")}
+        r = ok(s, "write_file", {"path": "f.txt", "content": "a 'quoted' $HOME\n"}, headers=h)
+        assert (tmp_path / "it's here" / "f.txt").read_text() == "a 'quoted' $HOME\n"
+        r = ok(s, "exec_shell_command", {"command": "cat f.txt; echo \"$0\""}, headers=h)
+        assert r["plain_text_response"].startswith("a 'quoted' $HOME\nsh\n")
+        calls = log.read_text().splitlines()
+        assert all(c.startswith("-o BatchMode=yes") and " me@box.example " in c for c in calls)
+        assert not any(" -n " in c for c in calls if "cat >" in c)  # write_file keeps stdin for the content
     finally:
         s.stop()
 
