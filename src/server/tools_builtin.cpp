@@ -199,6 +199,17 @@ Json grep_search(const Json& p, ToolIo& io, const ToolCall&) {
 
 // ---- exec_shell_command ----
 
+// The length of `s` without a UTF-8 sequence cut short at its end (a pipe read can split a character:
+// the rest comes with the next chunk, and each SSE event stays valid UTF-8).
+size_t complete_utf8_length(const std::string& s) {
+    size_t i = s.size();
+    for (int k = 0; k < 3 && i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80; k++) i--;
+    if (i == 0) return s.size();
+    const unsigned char lead = (unsigned char)s[i - 1];
+    const size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    return need > 1 && s.size() - (i - 1) < need ? i - 1 : s.size();
+}
+
 Json exec_shell_command(const Json& p, ToolIo& io, const ToolCall& how) {
     const std::string command = need(p, "command", "exec_shell_command");
     const int timeout = (int)std::clamp<int64_t>(get_int(p, "timeout", 10), 1, kExecMaxTimeoutS);
@@ -207,12 +218,16 @@ Json exec_shell_command(const Json& p, ToolIo& io, const ToolCall& how) {
     const std::vector<std::string> argv = {"sh", "-c", command};
     if (how.emit) {  // stream: output as it comes, then the exit code
         bool client_left = false;
+        std::string pending;  // the start of a character split by a read
         const RunResult r = io.run(argv, max_output, timeout, [&](const std::string& chunk) {
-            client_left = client_left || !how.emit(chunk);
+            pending += chunk;
+            const size_t n = complete_utf8_length(pending);
+            client_left = client_left || (n > 0 && !how.emit(pending.substr(0, n)));
+            pending.erase(0, n);
             return !client_left;
         });
         if (client_left) return Json();
-        how.emit(fmt("\n[exit code: %d]", r.exit_code) + (r.timed_out ? " [exit due to timed out]" : ""));
+        how.emit(pending + fmt("\n[exit code: %d]", r.exit_code) + (r.timed_out ? " [exit due to timed out]" : ""));
         return Json();
     }
     const RunResult r = io.run(argv, max_output, timeout);

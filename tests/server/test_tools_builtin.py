@@ -221,6 +221,9 @@ def test_exec_stream(srv):
     assert events[-1] == {"done": True}
     text = "".join(e["chunk"] for e in events[:-1])
     assert text == "one\ntwo\n\n[exit code: 0]"
+    # a character split across two writes (and so two pipe reads) arrives whole
+    events = stream(srv, "exec_shell_command", {"command": "printf '\\303'; sleep 0.2; printf '\\251\\n'"})
+    assert "".join(e["chunk"] for e in events[:-1]) == "\u00e9\n\n[exit code: 0]"
     assert stream(srv, "exec_shell_command", {})[-1]["done"] is True  # a bad call ends the stream with "error"
     assert "error" in stream(srv, "exec_shell_command", {})[-1]
     code, _, body = srv.post("/tools", {"tool": "read_file", "params": {"path": "x"}, "stream": True})
