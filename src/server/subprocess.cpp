@@ -65,13 +65,17 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
 
 bool make_pipe(int fds[2]) { return pipe2(fds, O_CLOEXEC) == 0; }
 
+int exit_code_of(int st) {
+    if (WIFEXITED(st)) return WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+    return -1;
+}
+
 int wait_exit_code(pid_t pid) {
     int st = 0;
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR) return -1;
-    if (WIFEXITED(st)) return WEXITSTATUS(st);
-    if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
-    return -1;
+    return exit_code_of(st);
 }
 
 void write_all(int fd, const std::string& data) {
@@ -139,7 +143,19 @@ RunResult run_process(const std::vector<std::string>& argv, const RunOptions& o)
     }
     if (r.timed_out || killed) ::kill(-pid, SIGKILL);
     close_fd(out[0]);
-    r.exit_code = wait_exit_code(pid);
+    // a child that closed its stdout can still run: the time limit holds until it exits
+    int st = 0;
+    pid_t done = 0;
+    while (!r.timed_out && !killed && (done = waitpid(pid, &st, WNOHANG)) == 0) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            r.timed_out = true;
+            ::kill(-pid, SIGKILL);
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (r.timed_out || killed) r.exit_code = wait_exit_code(pid);
+    else r.exit_code = done == pid ? exit_code_of(st) : -1;
     if (truncated) r.output += "\n[output truncated]";
     return r;
 }

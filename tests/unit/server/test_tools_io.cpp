@@ -80,6 +80,16 @@ TEST(ToolsSubprocess, TimeLimitKillsTheGroup) {
     EXPECT_LT(s, 5.0);
 }
 
+TEST(ToolsSubprocess, TimeLimitHoldsAfterStdoutCloses) {
+    RunOptions o;
+    o.timeout_s = 1;
+    const auto t0 = std::chrono::steady_clock::now();
+    const RunResult r = run_process({"sh", "-c", "echo bye; exec >/dev/null 2>&1; sleep 30"}, o);
+    EXPECT_TRUE(r.timed_out);
+    EXPECT_EQ(r.output, "bye\n");
+    EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+}
+
 TEST(ToolsSubprocess, ChunkCallbackCanStop) {
     RunOptions o;
     std::string seen;
