@@ -1,4 +1,4 @@
-// server/subprocess: runs programs for the agent tools (server/tools_io): argv straight to execvp (no
+// server/subprocess: runs programs for the agent tools (server/tools_io): argv straight to posix_spawnp (no
 // shell unless asked for), stdin and stdout on pipes, a time limit that kills the child's whole process
 // group, and a long-lived child whose stdin stays open (the container --tools-runtime keeps).
 #pragma once
@@ -26,8 +26,9 @@ struct RunOptions {
     std::function<bool(const std::string&)> on_chunk;  // each piece of output as it comes; false kills the child
 };
 
-// Runs argv[0] (looked up in PATH) with argv and waits for it. Never throws: a failed start is
-// exit_code -1 with output "failed to spawn process".
+// Runs argv[0] (looked up in PATH) with argv and waits for it. Never throws: a program that cannot be
+// started (not found, cwd not a directory) is exit code 127 with the reason as output, as from a shell;
+// no pipes or descriptors left is -1, "failed to spawn process".
 RunResult run_process(const std::vector<std::string>& argv, const RunOptions& o);
 
 // A child that runs until its stdin is closed or it is killed: stdin is a pipe kept open, stdout is
