@@ -2,6 +2,7 @@
 // shapes and messages), and the provider that runs each call through a ToolIo.
 #include "server/tools_builtin.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,14 +24,17 @@ namespace bee::server {
 
 namespace {
 
-constexpr size_t kReadMax = 16 * 1024;        // read_file: text answer
-constexpr size_t kReadMaxBase64 = 32u << 20;  // read_file with x-resp-type: base64
-constexpr int64_t kSearchMaxResults = 100;    // file_glob_search
-constexpr size_t kGrepMaxMatches = 100;       // grep_search
-constexpr size_t kExecMaxOutput = 16 * 1024;  // exec_shell_command
-constexpr int64_t kExecMaxTimeoutS = 60;      // exec_shell_command
-constexpr size_t kInfoMaxOutput = 4096;       // get_info
-constexpr int kInfoTimeoutS = 5;              // get_info
+constexpr size_t kReadMax = 16 * 1024;             // read_file: text answer
+constexpr size_t kReadMaxBase64 = 32u << 20;       // read_file with x-resp-type: base64
+constexpr int64_t kSearchMaxResults = 100;         // file_glob_search
+constexpr size_t kGrepMaxMatches = 100;            // grep_search
+constexpr uint64_t kGrepMaxFileBytes = 32u << 20;  // grep_search skips larger files (models, dumps)
+constexpr size_t kGrepMaxLineBytes = 4096;         // grep_search matches and shows this much of a line
+constexpr size_t kGrepStackBytes = 256u << 20;     // grep_search's thread (reserved, touched as needed)
+constexpr size_t kExecMaxOutput = 16 * 1024;       // exec_shell_command
+constexpr int64_t kExecMaxTimeoutS = 60;           // exec_shell_command
+constexpr size_t kInfoMaxOutput = 4096;            // get_info
+constexpr int kInfoTimeoutS = 5;                   // get_info
 
 std::string fmt(const char* f, ...) __attribute__((format(printf, 1, 2)));
 std::string fmt(const char* f, ...) {
@@ -141,7 +145,44 @@ std::regex grep_regex(const std::string& pattern, bool literal, bool ignore_case
     return std::regex(literal ? src : pattern, flags);
 }
 
+// Runs fn on a thread with a kGrepStackBytes stack: std::regex recurses once per character for patterns
+// like ".*x" or "(a|b)*c" and overflows an 8 MiB stack within 20,000 characters of a line.
+Json on_big_stack(const std::function<Json()>& fn) {
+    struct Job {
+        const std::function<Json()>* fn;
+        Json out;
+        std::exception_ptr err;
+    } job{&fn, Json(), nullptr};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, kGrepStackBytes);
+    pthread_t t;
+    const int rc = pthread_create(
+        &t, &attr,
+        [](void* arg) -> void* {
+            Job* j = (Job*)arg;
+            try {
+                j->out = (*j->fn)();
+            } catch (...) {
+                j->err = std::current_exception();
+            }
+            return nullptr;
+        },
+        &job);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) throw HttpError(500, "server_error", "grep_search: cannot start its thread");
+    pthread_join(t, nullptr);
+    if (job.err) std::rethrow_exception(job.err);
+    return job.out;
+}
+
+Json grep_search_lines(const Json& p, ToolIo& io);
+
 Json grep_search(const Json& p, ToolIo& io, const ToolCall&) {
+    return on_big_stack([&] { return grep_search_lines(p, io); });
+}
+
+Json grep_search_lines(const Json& p, ToolIo& io) {
     const std::string path = need(p, "path", "grep_search"), pattern = need(p, "pattern", "grep_search");
     const std::string include = get_string(p, "include", "**"), exclude = get_string(p, "exclude", "");
     const int64_t ctx = std::clamp<int64_t>(get_int(p, "context_lines", 0), 0, 1000);
@@ -168,12 +209,22 @@ Json grep_search(const Json& p, ToolIo& io, const ToolCall&) {
     std::ostringstream out;
     size_t total = 0;
     bool full = false;
+    size_t skipped = 0;
     for (const auto& [file, shown] : files) {
         std::string content;
-        if (full || !io.read(file, content)) continue;
+        uint64_t size = 0;
+        if (full) break;
+        if (!io.isolated() && io.file_size(file, size) && size > kGrepMaxFileBytes) {
+            skipped++;
+            continue;
+        }
+        if (!io.read(file, content)) continue;
         std::vector<std::string> lines;
         std::istringstream in(content);
-        for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+        for (std::string line; std::getline(in, line);) {
+            if (line.size() > kGrepMaxLineBytes) line.resize(kGrepMaxLineBytes);
+            lines.push_back(std::move(line));
+        }
         for (size_t i = 0; i < lines.size(); i++) {
             if (total >= kGrepMaxMatches) {
                 full = true;
@@ -194,6 +245,8 @@ Json grep_search(const Json& p, ToolIo& io, const ToolCall&) {
     out << "\n---\nTotal matches: " << total << "\n";
     if (full)
         out << fmt("[%zu matches limit reached. Narrow the path/pattern/include to see more.]\n", kGrepMaxMatches);
+    if (skipped > 0)
+        out << fmt("[%zu files over %llu MiB not searched]\n", skipped, (unsigned long long)(kGrepMaxFileBytes >> 20));
     return {{"plain_text_response", out.str()}};
 }
 

@@ -201,6 +201,17 @@ def test_grep_search(srv, tmp_path):
     r = ok(srv, "grep_search", {"path": str(tmp_path / "src" / "m.c"), "pattern": "return", "context_lines": 1})
     assert r["plain_text_response"].startswith(f"{tmp_path / 'src' / 'm.c'}-1-int main() {{\n"
                                                f"{tmp_path / 'src' / 'm.c'}:2:  return 0;\n")
+    with open(tmp_path / "huge.bin", "wb") as f:  # sparse: 40 MiB without writing them
+        f.truncate(40 << 20)
+    r = ok(srv, "grep_search", {"path": str(tmp_path), "pattern": "return"})
+    assert "Total matches: 2" in r["plain_text_response"]
+    assert "[1 files over 32 MiB not searched]" in r["plain_text_response"]
+    # std::regex recurses per character: a long line must not overflow the stack (only its first 4 KiB count)
+    (tmp_path / "min.js").write_text("b" + "a" * 300000 + "c\n")
+    r = ok(srv, "grep_search", {"path": str(tmp_path / "min.js"), "pattern": "(a|b)*c"})
+    assert "Total matches: 0" in r["plain_text_response"]
+    r = ok(srv, "grep_search", {"path": str(tmp_path / "min.js"), "pattern": "^b(a|b)*"})
+    assert "Total matches: 1" in r["plain_text_response"] and len(r["plain_text_response"]) < 4200
     assert err(srv, "grep_search", {"path": str(tmp_path), "pattern": "("}).startswith("invalid regex: ")
     assert err(srv, "grep_search", {"path": "/no/such/dir", "pattern": "x"}) == "path does not exist: /no/such/dir"
 
