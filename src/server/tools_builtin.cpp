@@ -48,6 +48,17 @@ std::string fmt(const char* f, ...) {
 
 Json error(const std::string& msg) { return {{"error", msg}}; }
 
+// A pattern longer than this is refused: glob matching and std::regex recurse per pattern element.
+constexpr size_t kMaxPatternBytes = 4096;
+
+std::string too_long(const std::string& include, const std::string& exclude, const std::string* regex = nullptr) {
+    for (const auto& [name, v] :
+         {std::pair<const char*, const std::string*>{"include", &include}, {"exclude", &exclude}, {"pattern", regex}})
+        if (v && v->size() > kMaxPatternBytes)
+            return fmt("%s is too long (%zu bytes, max %zu)", name, v->size(), kMaxPatternBytes);
+    return "";
+}
+
 std::string need(const Json& p, const char* key, const char* tool) {
     return need_string(p, key, std::string(tool) + ".params");
 }
@@ -98,6 +109,7 @@ Json read_file(const Json& p, ToolIo& io, const ToolCall& how) {
 Json file_glob_search(const Json& p, ToolIo& io, const ToolCall&) {
     const std::string path = need(p, "path", "file_glob_search");
     const std::string include = get_string(p, "include", "**"), exclude = get_string(p, "exclude", "");
+    if (const std::string e = too_long(include, exclude); !e.empty()) return error(e);
     const std::string type = get_string(p, "type", "file");
     const int max_depth = (int)std::clamp<int64_t>(get_int(p, "max_depth", 0), 0, 1 << 20);
     const int64_t limit = get_int(p, "limit", kSearchMaxResults);
@@ -187,6 +199,7 @@ Json grep_search_lines(const Json& p, ToolIo& io) {
     const std::string include = get_string(p, "include", "**"), exclude = get_string(p, "exclude", "");
     const int64_t ctx = std::clamp<int64_t>(get_int(p, "context_lines", 0), 0, 1000);
     const bool numbers = get_bool(p, "return_line_numbers", false) || ctx > 0;
+    if (const std::string e = too_long(include, exclude, &pattern); !e.empty()) return error(e);
     std::regex re;
     try {
         re = grep_regex(pattern, get_bool(p, "literal", false), get_bool(p, "ignore_case", false));

@@ -173,6 +173,8 @@ def test_file_glob_search(srv, tmp_path):
     assert len(r["entries"]) == 2 and "[2 results limit reached (4 total matches)" in r["plain_text_response"]
     assert "invalid type: bogus" in err(srv, "file_glob_search", {"path": str(tmp_path), "type": "bogus"})
     assert "invalid limit: 0" in err(srv, "file_glob_search", {"path": str(tmp_path), "limit": 0})
+    assert err(srv, "file_glob_search", {"path": str(tmp_path), "include": "*" * 5000}) == \
+        "include is too long (5000 bytes, max 4096)"
     assert err(srv, "file_glob_search", {"path": str(tmp_path / "nope")}) == \
         f"path does not exist or is not a directory: {tmp_path / 'nope'}"
 
@@ -214,6 +216,7 @@ def test_grep_search(srv, tmp_path):
     assert "Total matches: 1" in r["plain_text_response"] and len(r["plain_text_response"]) < 4200
     assert err(srv, "grep_search", {"path": str(tmp_path), "pattern": "("}).startswith("invalid regex: ")
     assert err(srv, "grep_search", {"path": "/no/such/dir", "pattern": "x"}) == "path does not exist: /no/such/dir"
+    assert err(srv, "grep_search", {"path": ".", "pattern": "(" * 9000}) == "pattern is too long (9000 bytes, max 4096)"
 
 
 def test_exec_shell_command(srv, tmp_path):
