@@ -116,9 +116,9 @@ constexpr CompatRow kRows[] = {
     {"--reuse-port", V, Act::ignore, 0, "the port is bound once, without SO_REUSEPORT"},
     {"--ui-config,--webui-config,--ui-config-file,--webui-config-file", V, Act::ignore, 1,
      "Bee's chat page has no settings file"},
-    {"--no-ui-mcp-proxy,--no-webui-mcp-proxy,-no-ag,--no-agent", V, Act::ignore, 0,
+    {"--no-ui-mcp-proxy,--no-webui-mcp-proxy", V, Act::ignore, 0,
      "Bee has no agent tools or MCP proxy (this is their default: off)"},
-    {"--ui-mcp-proxy,--webui-mcp-proxy,-ag,--agent,--tools,--tools-runtime,--mcp-servers-config,"
+    {"--ui-mcp-proxy,--webui-mcp-proxy,--mcp-servers-config,"
      "--mcp-servers-json", V, Act::refuse, 1, "Bee has no built-in agent tools or MCP proxy"},
     {"--skip-chat-parsing", V, Act::refuse, 0,
      "Bee always parses tool calls and reasoning from the reply (the output would differ from what was asked)"},

@@ -18,6 +18,7 @@
 #include "sample/json_schema.h"
 #include "server/model_router.h"
 #include "server/server.h"
+#include "server/tools_builtin.h"
 
 namespace bee {
 
@@ -32,6 +33,7 @@ struct ServeOptions {
     int32_t ctx_checkpoints = 32;
     int32_t checkpoint_every = 8192;
     bool kv_unified = false, no_kv_unified = false, cache_prompt = true;
+    bool cors_origins_given = false;  // --cors-origins: else --tools narrows CORS to localhost
     bool jinja = false, cont_batching = false, no_cont_batching = false, no_context_shift = false;
     std::string api_key, api_key_file, chat_template, chat_template_file, chat_template_kwargs;
     std::string reasoning_format = "auto", loop_guard = "force-close";
@@ -73,7 +75,10 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     p.custom("--cors-origins", "LIST",
              "browser origins allowed with credentials, comma list; * any origin without "
              "credentials; localhost: any origin on this machine [any origin, no credentials]",
-             [&s](const std::string& v) { s.cors_origins = split_commas(v); });
+             [&o](const std::string& v) {
+                 o.srv.cors_origins = split_commas(v);
+                 o.cors_origins_given = true;
+             });
     p.custom("--max-body-bytes", "N", "largest request body accepted [16777216]", [&s](const std::string& v) {
         char* end = nullptr;
         const long long x = strtoll(v.c_str(), &end, 10);
@@ -106,6 +111,24 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
           "default embd_normalize of pooled embeddings: -1 none, 0 max "
           "absolute, 1 taxicab, 2 Euclidean, >2 p-norm [2]",
           -1, 64);
+    p.custom("--tools", "TOOL[,TOOL...]",
+             "built-in agent tools for clients (POST /tools): all, or some of read_file, file_glob_search, "
+             "grep_search, exec_shell_command, write_file, edit_file, get_info. They read and write files and run "
+             "commands as this user for anyone who can reach the server: never on an untrusted network; "
+             "CORS becomes localhost-only unless --cors-origins is given [none]",
+             [&s](const std::string& v) { s.tools = split_commas(v); });
+    p.str("--tools-runtime", &s.tools_runtime, "SPEC",
+          "where the tools run: docker:IMAGE / podman:IMAGE (a container started now, removed at exit), "
+          "docker-container:ID / podman-container:ID (a running one), ssh:USER@HOST (key auth, known host) "
+          "[this machine]");
+    p.action("-ag,--agent", "--tools all and the chat page's MCP CORS proxy (same warning as --tools)", [&s] {
+        s.tools = {"all"};
+        s.ui_mcp_proxy = true;
+    });
+    p.action("-no-ag,--no-agent", "no agent tools and no MCP CORS proxy (the default)", [&s] {
+        s.tools.clear();
+        s.ui_mcp_proxy = false;
+    });
     p.i32("-n,--predict,--n-predict", &s.n_predict, "default max tokens per request (-1: no limit) [-1]", -1,
           INT32_MAX);
 }
@@ -285,6 +308,29 @@ void finish_options(ServeOptions& o) {
     s.reasoning_format = server::parse_reasoning_format(o.reasoning_format, "--reasoning-format");
     s.loop_guard.mode = chat::parse_loop_guard_mode(o.loop_guard, "--reasoning-loop-guard");
     s.loop_guard.validate("--reasoning-loop-*");
+    server::check_builtin_tool_names(s.tools);
+    if (!s.tools.empty() && !o.cors_origins_given) s.cors_origins = {"localhost"};  // as llama-server
+}
+
+// --tools: the built-in tools in the server's registry (and the --tools-runtime container started), with
+// a warning naming them: they act as this user for any client.
+void setup_tools(server::ServerContext& ctx) {
+    const server::ServerParams& s = ctx.params;
+    if (s.tools.empty()) {
+        if (!s.tools_runtime.empty()) BEE_LOG_WARN("--tools-runtime has no effect without --tools (or --agent)");
+        return;
+    }
+    ctx.tools.add(server::make_builtin_tools(s.tools, s.tools_runtime));
+    auto join = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const std::string& x : v) out += (out.empty() ? "" : ",") + x;
+        return out;
+    };
+    const std::string where = s.tools_runtime.empty() ? "on this machine" : "in " + s.tools_runtime;
+    BEE_LOG_WARN(
+        "agent tools enabled (--tools %s): any client that reaches this server can read and write files "
+        "and run commands as this user %s; CORS origins: %s",
+        join(s.tools).c_str(), where.c_str(), s.cors_origins.empty() ? "any" : join(s.cors_origins).c_str());
 }
 
 // The engine settings of the slots and KV cache the options ask for.
@@ -344,6 +390,7 @@ int serve_router(ServeOptions& o, const ArgParser& p, int argc, char** argv, con
     ctx.created = (int64_t)time(nullptr);
     ctx.ready = true;
     try {
+        setup_tools(ctx);
         server::ModelRouter router(
             o.router, [&p](const std::string& flag, bool* takes_value) { return p.has(flag, takes_value); },
             parse_model_config);
@@ -394,6 +441,7 @@ int cmd_serve(int argc, char** argv) {
     ctx.params = o.srv;
     ctx.created = (int64_t)time(nullptr);
     try {
+        setup_tools(ctx);
         server::HttpServer http(ctx);
         http.start();  // answers 503 "Loading model" until the model is ready
         server::load_server_context(ctx, serve_engine_params(o));

@@ -61,6 +61,9 @@ struct ServerParams {
     bool reranking = false;                  // --reranking, or --embedding --pooling rank: /rerank too
     Pooling pooling = Pooling::unspecified;  // --pooling; unspecified: the model's, else none (set at load)
     int32_t embd_normalize = 2;              // --embd-normalize: default of the request field (2: Euclidean)
+    std::vector<std::string> tools;          // --tools / --agent: built-in agent tools, "all" or names (none: off)
+    std::string tools_runtime;               // --tools-runtime: where they run (empty: this machine)
+    bool ui_mcp_proxy = false;               // --ui-mcp-proxy / --agent: the chat page's CORS proxy for MCP servers
 };
 
 struct ServerContext {

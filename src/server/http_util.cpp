@@ -39,6 +39,21 @@ Json error_json(int status, const std::string& type, const std::string& message,
 
 std::string dump_json(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
+std::string base64_encode(const uint8_t* p, size_t n) {
+    static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((n + 2) / 3 * 4);
+    for (size_t i = 0; i < n; i += 3) {
+        const uint32_t b =
+            (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+        out += kAlphabet[b >> 18 & 63];
+        out += kAlphabet[b >> 12 & 63];
+        out += i + 1 < n ? kAlphabet[b >> 6 & 63] : '=';
+        out += i + 2 < n ? kAlphabet[b & 63] : '=';
+    }
+    return out;
+}
+
 void send_json(httplib::Response& res, const Json& j, int status) {
     res.status = status;
     res.set_content(dump_json(j), "application/json; charset=utf-8");

@@ -29,7 +29,8 @@ struct HttpError : std::runtime_error {
 Json error_json(int status, const std::string& type, const std::string& message, const Json& extra = Json::object());
 void send_error(httplib::Response& res, const HttpError& e);
 void send_json(httplib::Response& res, const Json& j, int status = 200);
-std::string dump_json(const Json& j);  // invalid UTF-8 becomes U+FFFD instead of throwing
+std::string dump_json(const Json& j);                   // invalid UTF-8 becomes U+FFFD instead of throwing
+std::string base64_encode(const uint8_t* p, size_t n);  // standard alphabet, '=' padded
 
 // The request body as a JSON object (400 if it is not valid JSON, nests deeper than kMaxJsonDepth, or
 // is not an object). Every walk over request JSON below the edge relies on this depth bound.

@@ -72,9 +72,14 @@ void register_tool_routes(httplib::Server& svr, ToolRegistry& tools) {
                  ToolCall how;
                  how.cwd = req.get_header_value("x-tool-cwd");
                  how.runtime = req.get_header_value("x-tool-runtime");
+                 how.resp_type = req.get_header_value("x-resp-type");
                  const Json stream = body.value("stream", Json(false));
-                 if (stream.is_boolean() && stream.get<bool>())
+                 if (stream.is_boolean() && stream.get<bool>()) {
+                     if (!p->streams(name))
+                         throw HttpError(404, "invalid_request_error",
+                                         "tool \"" + name + "\" does not support stream = true");
                      return stream_call(res, *p, name, std::move(params), std::move(how));
+                 }
                  send_json(res, p->call(name, params, how));
              }));
 }

@@ -17,6 +17,7 @@ namespace bee::server {
 struct ToolCall {
     std::string cwd;
     std::string runtime;
+    std::string resp_type;  // x-resp-type ("base64": read_file answers the file's bytes in base64)
     std::function<bool(const std::string& chunk)> emit;  // empty unless the client asked for a stream
 };
 
@@ -27,6 +28,8 @@ public:
     // "definition": {"type": "function", "function": {"name", "description", "parameters"}}}.
     virtual std::vector<Json> list() = 0;
     virtual bool has(const std::string& name) = 0;
+    // Whether tool `name` answers "stream": true (false: POST /tools with it gets 404, as llama-server).
+    virtual bool streams(const std::string& /*name*/) { return true; }
     // Runs tool `name` with `params`; the answer body: {"plain_text_response": ...} or {"result": ...}, or
     // {"error": message} for a call that failed (the answer is still 200). Throws HttpError for a bad request.
     virtual Json call(const std::string& name, const Json& params, const ToolCall& how) = 0;

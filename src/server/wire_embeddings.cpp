@@ -11,21 +11,6 @@ namespace {
 
 constexpr size_t kMaxInputs = 2048;  // inputs per request (OpenAI's limit for one embeddings call)
 
-std::string base64_encode(const uint8_t* p, size_t n) {
-    static const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((n + 2) / 3 * 4);
-    for (size_t i = 0; i < n; i += 3) {
-        const uint32_t b =
-            (uint32_t)p[i] << 16 | (i + 1 < n ? (uint32_t)p[i + 1] << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
-        out += kAlphabet[b >> 18 & 63];
-        out += kAlphabet[b >> 12 & 63];
-        out += i + 1 < n ? kAlphabet[b >> 6 & 63] : '=';
-        out += i + 2 < n ? kAlphabet[b & 63] : '=';
-    }
-    return out;
-}
-
 // `input` / `content` as llama-server reads it: a string, token ids, or a mix is one input; an array of
 // strings, token arrays or mixed arrays is several.
 std::vector<std::vector<int32_t>> tokenize_inputs(const Json& input, const Tokenizer& tok) {
