@@ -4,6 +4,7 @@
 // or `?model=` on a GET), loading that model first when needed.
 #include <ctime>
 
+#include "server/idle_sleep.h"
 #include "server/model_router.h"
 #include "server/routes.h"
 #include "server/server.h"
@@ -15,7 +16,12 @@ namespace {
 Json model_entry(const ModelView& v, int64_t now) {
     Json args = Json::array({"bee", "serve"});
     for (const std::string& a : v.args) args.push_back(a);
-    Json status = {{"value", model_status_name(v.status)}, {"args", args}, {"preset", v.spec.preset}};
+    // llama-server's "sleeping": loaded, its weights freed by --sleep-idle-seconds until a request wakes it
+    const bool asleep =
+        v.status == ModelStatus::loaded && v.instance && v.instance->ctx->sleep && v.instance->ctx->sleep->sleeping();
+    Json status = {{"value", asleep ? "sleeping" : model_status_name(v.status)},
+                   {"args", args},
+                   {"preset", v.spec.preset}};
     if (v.failed) {  // llama-server reports the exit code of the process that failed; here the load's error
         status["failed"] = true;
         status["exit_code"] = 1;

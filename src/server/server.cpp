@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "server/http_util.h"
+#include "server/idle_sleep.h"
 #include "server/model_presets.h"
 #include "server/routes.h"
 
@@ -164,6 +165,23 @@ void register_model_routes(RouteTable& svr, ServerContext& ctx) {
     register_responses_routes(svr, ctx);
     register_embedding_routes(svr, ctx);
     register_lora_routes(svr, ctx);
+    // --sleep-idle-seconds: every route but the read-only ones holds the model awake (waking it first) until
+    // its response is sent; a streamed reply is written after the handler returns, so the hold goes with it.
+    svr.wrap([&ctx](const RouteTable::Route& r) -> RouteTable::Handler {
+        const bool read_only =
+            r.method == "GET" && (is_public_path(r.pattern) || r.pattern == "/props" || r.pattern == "/metrics");
+        if (read_only) return r.handler;
+        return guarded([&ctx, inner = r.handler](const httplib::Request& req, httplib::Response& res) {
+            IdleSleep::Hold hold = ctx.sleep ? ctx.sleep->hold() : nullptr;
+            inner(req, res);
+            if (hold && res.content_provider_)
+                res.content_provider_resource_releaser_ = [prev = std::move(res.content_provider_resource_releaser_),
+                                                           hold](bool ok) mutable {
+                    if (prev) prev(ok);
+                    hold.reset();
+                };
+        });
+    });
 }
 
 HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
@@ -252,11 +270,26 @@ void HttpServer::stop() {
     thread_.join();
 }
 
+void load_model_weights(ServerContext& ctx) {
+    const ServerParams& p = ctx.params;
+    ctx.model = Model::load(p.model_path, p.load);
+    ctx.engine = std::make_unique<Engine>(*ctx.model, ctx.engine_params);
+    ctx.scheduler = std::make_unique<Scheduler>(*ctx.engine, p.sched);
+}
+
+void unload_model_weights(ServerContext& ctx) {
+    if (ctx.scheduler) ctx.scheduler->shutdown();
+    ctx.scheduler.reset();
+    ctx.engine.reset();
+    ctx.model.reset();
+}
+
 void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     ServerParams& p = ctx.params;
     ctx.model = Model::load(p.model_path, p.load);
     BEE_LOG_INFO("model: %s", ctx.model->describe().c_str());
     resolve_embedding_options(ctx);
+    ctx.engine_params = ep;
     ctx.engine = std::make_unique<Engine>(*ctx.model, ep);
     ctx.set_lora_scales(ctx.engine->lora_default());
     ctx.scheduler = std::make_unique<Scheduler>(*ctx.engine, p.sched);
@@ -291,6 +324,7 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     }
     BEE_LOG_INFO("%d slots of %d tokens (%s KV), batch %d, %d threads", p.sched.n_parallel, ctx.scheduler->n_ctx_slot(),
                  p.sched.kv_unified ? "unified" : "split", p.sched.n_batch, ctx.engine->params().n_threads);
+    ctx.sleep = std::make_unique<IdleSleep>(ctx, p.sleep_idle_seconds);
     ctx.ready = true;
 }
 

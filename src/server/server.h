@@ -39,5 +39,9 @@ void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRoute
 // Loads the model, engine, scheduler and chat template into ctx (then sets ctx.ready).
 // Throws bee::Error with the reason (bad file, bad template, bad options).
 void load_server_context(ServerContext& ctx, const EngineParams& ep);
+// --sleep-idle-seconds: frees the scheduler, engine (KV cache) and model; builds them again as they were
+// loaded (throws bee::Error). Only while no request uses them (server/idle_sleep).
+void unload_model_weights(ServerContext& ctx);
+void load_model_weights(ServerContext& ctx);
 
 }  // namespace bee::server
