@@ -128,7 +128,8 @@ void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRoute
     for (const RouteTable::Route& r : model_routes.routes()) {
         if (r.method == "GET" &&
             (r.pattern == "/health" || r.pattern == "/v1/health" || r.pattern == "/models" ||
-             r.pattern == "/v1/models" || r.pattern == "/props" || r.pattern == "/" || r.pattern == "/index.html"))
+             r.pattern == "/v1/models" || r.pattern == "/props" || r.pattern == "/" || r.pattern == "/index.html" ||
+             r.pattern == "/sw.js" || r.pattern == "/manifest.webmanifest" || r.pattern == "/_app/version.json"))
             continue;
         auto h = guarded(
             [&router, method = r.method, pattern = r.pattern](const httplib::Request& req, httplib::Response& res) {

@@ -57,7 +57,9 @@ std::vector<std::string> sorted_list(const std::string& s) {
 }
 
 bool is_public_path(const std::string& path) {
-    static const char* kPublic[] = {"/health", "/v1/health", "/models", "/v1/models", "/", "/index.html"};
+    static const char* kPublic[] = {"/health", "/v1/health", "/models", "/v1/models", "/", "/index.html",
+                                    // the files browsers ask of llama-server's web UI
+                                    "/sw.js", "/manifest.webmanifest", "/_app/version.json"};
     return std::any_of(std::begin(kPublic), std::end(kPublic), [&](const char* p) { return path == p; });
 }
 
