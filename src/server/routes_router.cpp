@@ -90,7 +90,8 @@ std::string body_model(const httplib::Request& req) {
 
 }  // namespace
 
-void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRouter& router) {
+RouteTable register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRouter& router) {
+    RouteTable dispatched;
     auto health = guarded([](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
     svr.Get("/health", health);
     svr.Get("/v1/health", health);
@@ -137,7 +138,9 @@ void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRoute
             });
         if (r.method == "GET") svr.Get(r.pattern, h);
         else svr.Post(r.pattern, h);
+        (r.method == "GET" ? dispatched.Get(r.pattern, h) : dispatched.Post(r.pattern, h));
     }
+    return dispatched;
 }
 
 }  // namespace bee::server

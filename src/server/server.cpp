@@ -12,6 +12,7 @@
 #include "server/idle_sleep.h"
 #include "server/model_presets.h"
 #include "server/routes.h"
+#include "server/vertex.h"
 
 namespace bee::server {
 
@@ -246,14 +247,28 @@ HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
         } catch (...) {}
         send_error(res, HttpError(500, "server_error", msg));
     });
+    RouteTable routes;
     if (router) {
-        register_router_routes(svr_, ctx_, *router);
+        routes = register_router_routes(svr_, ctx_, *router);
     } else {
-        RouteTable routes;
         register_model_routes(routes, ctx_);
         routes.install(svr_);
     }
     register_tool_routes(svr_, ctx_.tools);
+    const VertexParams vertex = vertex_params_from_env();
+    if (vertex.enabled) {
+        if (ctx_.params.port != vertex.port)
+            BEE_LOG_WARN("AIP_MODE=PREDICTION: listening on AIP_HTTP_PORT %d instead of port %d", vertex.port,
+                         ctx_.params.port);
+        ctx_.params.port = vertex.port;
+        // the endpoints a prediction may name: plain paths (not the regex ones), a POST before a GET
+        std::vector<std::pair<std::string, httplib::Server::Handler>> named;
+        for (const char* method : {"POST", "GET"})
+            for (const RouteTable::Route& r : routes.routes())
+                if (r.method == method && r.pattern.find_first_of("()[]\\*+?") == std::string::npos)
+                    named.emplace_back(r.pattern, r.handler);
+        register_vertex_routes(svr_, vertex, named);
+    }
 }
 
 HttpServer::~HttpServer() { stop(); }

@@ -9,6 +9,7 @@
 
 #include "server/context.h"
 #include "server/http_conn.h"
+#include "server/route_table.h"
 
 namespace bee::server {
 
@@ -34,7 +35,8 @@ private:
 
 // Router mode's routes: /models, /models/load, /models/unload, /props, /health, the chat page, and a
 // dispatcher to the named model for every other endpoint.
-void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRouter& router);
+// Returns the (method, path, handler) rows of the model API it dispatched, for server/vertex.
+RouteTable register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRouter& router);
 
 // Loads the model, engine, scheduler and chat template into ctx (then sets ctx.ready).
 // Throws bee::Error with the reason (bad file, bad template, bad options).
