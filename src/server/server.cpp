@@ -5,6 +5,9 @@
 #include <cctype>
 #include <ctime>
 #include <filesystem>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "base/error.h"
 #include "base/log.h"
@@ -299,6 +302,11 @@ void unload_model_weights(ServerContext& ctx) {
     ctx.scheduler.reset();
     ctx.engine.reset();
     ctx.model.reset();
+#ifdef __GLIBC__
+    // note: after the first free glibc raises its mmap threshold, so the buffers of a reloaded model come
+    // from the heap and would stay mapped when freed again: hand the free pages back explicitly.
+    malloc_trim(0);
+#endif
 }
 
 void load_server_context(ServerContext& ctx, const EngineParams& ep) {

@@ -67,6 +67,22 @@ def test_sleeps_answers_read_only_and_wakes_with_the_same_model(sleepy):
     assert metric(sleepy, "tokens_predicted_total") == predicted + 8
 
 
+def rss_kib(server):
+    with open(f"/proc/{server.proc.pid}/status") as f:
+        return int(next(l.split()[1] for l in f if l.startswith("VmRSS:")))
+
+
+def test_sleep_gives_the_memory_back_every_time(sleepy):
+    for _ in range(3):  # every cycle, not only the first (glibc keeps reloaded buffers otherwise)
+        assert sleepy.post("/completion", PROMPT)[0] == 200
+        awake = rss_kib(sleepy)
+        wait_sleeping(sleepy)
+        deadline = time.time() + 10
+        while rss_kib(sleepy) > awake // 2:  # weights and KV cache are most of it
+            assert time.time() < deadline, (awake, rss_kib(sleepy))
+            time.sleep(0.1)
+
+
 def test_tokenize_wakes_it_too(sleepy):
     wait_sleeping(sleepy)
     status, _, r = sleepy.post("/tokenize", {"content": "Hello"})
