@@ -157,3 +157,20 @@ def test_router_lists_a_sleeping_model(tmp_path):
         assert status() == "loaded"
     finally:
         s.stop()
+
+
+def test_a_failed_reload_is_a_500_and_the_next_request_tries_again(tmp_path):
+    model = tmp_path / "copy.gguf"
+    model.write_bytes(SMOLLM.read_bytes())
+    s = Server("-c", "512", "-np", "1", "--sleep-idle-seconds", "1", model=model)
+    try:
+        wait_sleeping(s)
+        model.rename(tmp_path / "gone.gguf")
+        status, _, r = s.post("/completion", PROMPT)
+        assert status == 500 and "reloading the model after sleep failed" in r["error"]["message"], r
+        assert is_sleeping(s) and s.get("/health")[0] == 200
+        (tmp_path / "gone.gguf").rename(model)
+        status, _, r = s.post("/completion", PROMPT)
+        assert status == 200 and r["tokens_predicted"] == 8
+    finally:
+        s.stop()
