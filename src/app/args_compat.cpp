@@ -110,7 +110,6 @@ constexpr CompatRow kRows[] = {
     {"--cache-idle-slots,--no-cache-idle-slots", V, Act::ignore, 0,
      "idle slots keep their cells until a new task needs them, then go to the RAM prompt cache (--cache-ram)"},
     {"-cms,--checkpoint-min-step", V, Act::ignore, 1, "every cached prefix is reusable without checkpoints"},
-    {"--sleep-idle-seconds", V, Act::ignore, 1, "the model stays loaded while the server runs"},
     {"--log-prompts-dir", V, Act::ignore, 1, "prompts are not written to files"},
     {"--sse-ping-interval", V, Act::ignore, 1, "streams send no keep-alive pings"},
     {"--reuse-port", V, Act::ignore, 0, "the port is bound once, without SO_REUSEPORT"},

@@ -129,6 +129,17 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
         s.tools.clear();
         s.ui_mcp_proxy = false;
     });
+    p.custom("--sleep-idle-seconds", "SECONDS",
+             "after this many seconds without requests, free the model and KV cache until the next request "
+             "(/health, GET /props, /models and /metrics do not wake it; -1: never) [-1]",
+             [&s](const std::string& v) {
+                 char* end = nullptr;
+                 const long x = strtol(v.c_str(), &end, 10);
+                 if (v.empty() || *end || x == 0 || x < -1 || x > INT32_MAX)
+                     fail("invalid value '%s' for --sleep-idle-seconds: a number of seconds >= 1, or -1 (never)",
+                          v.c_str());
+                 s.sleep_idle_seconds = (int32_t)x;
+             });
     p.i32("-n,--predict,--n-predict", &s.n_predict, "default max tokens per request (-1: no limit) [-1]", -1,
           INT32_MAX);
 }
@@ -452,7 +463,7 @@ int cmd_serve(int argc, char** argv) {
         int sig = 0;
         sigwait(&sigs, &sig);
         BEE_LOG_INFO("signal %d: shutting down", sig);
-        ctx.scheduler->shutdown();  // waiting handlers get their error and return
+        ctx.shutdown();  // waiting handlers get their error and return
         http.stop();
         return 0;
     } catch (const Error& e) {

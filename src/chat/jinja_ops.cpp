@@ -105,6 +105,11 @@ Value binary_op(const std::string& op, const Value& a, const Value& b) {
         if (s.size() > kMaxOutputBytes) fail("chat template: string too large");
         return Value::string(std::move(s));
     }
+    // note: as llama.cpp's Jinja (not jinja2), a string plus an undefined variable is the string: templates
+    // such as firefunction-v2's add variables the caller never sets ('... + functions'). A string plus none
+    // still fails, as in jinja2 (chat::apply retries null message contents as "").
+    if (op == "+" && ((a.is_string() && b.is_undefined()) || (a.is_undefined() && b.is_string())))
+        return a.is_string() ? a : b;
     if (op == "+" && a.is_string() && b.is_string()) {
         if (a.s.size() + b.s.size() > kMaxOutputBytes) fail("chat template: string too large");
         if (!a.is_safe && !b.is_safe) return Value::string(a.s + b.s);

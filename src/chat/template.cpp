@@ -111,6 +111,7 @@ std::string apply(const Template& tmpl, const ChatInput& in) {
     gmtime_r(&t, &tm);
     char date[64];
     ctx["date_string"] = std::string(date, std::strftime(date, sizeof date, "%d %b %Y", &tm));
+    ctx["datetime"] = std::string(date, std::strftime(date, sizeof date, "%b %d %Y", &tm));  // firefunction-v2
     if (in.kwargs.is_object()) merge_object(ctx, in.kwargs);
     try {
         return tmpl.render(ctx, now);

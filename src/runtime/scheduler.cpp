@@ -104,6 +104,19 @@ SchedulerMetrics Scheduler::metrics(bool reset_bucket) {
     return m;
 }
 
+void Scheduler::restore_metrics(const SchedulerMetrics& m) {
+    std::lock_guard<std::mutex> lk(mu_);
+    const uint64_t processing = metrics_.requests_processing, deferred = metrics_.requests_deferred;
+    metrics_ = m;
+    metrics_.requests_processing = processing;
+    metrics_.requests_deferred = deferred;
+}
+
+bool Scheduler::idle() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return incoming_.empty() && metrics_.requests_processing == 0 && metrics_.requests_deferred == 0;
+}
+
 void Scheduler::run() {
     for (;;) {
         {

@@ -81,6 +81,10 @@ public:
     std::vector<SlotSnapshot> slots() const;
     // A copy of the counters; `reset_bucket` starts a new throughput bucket.
     SchedulerMetrics metrics(bool reset_bucket);
+    // Seeds the counters (a scheduler rebuilt after the server slept goes on counting where it stopped).
+    void restore_metrics(const SchedulerMetrics& m);
+    // No task queued, waiting or running (as last published by the inference thread).
+    bool idle() const;
 
 private:
     void run();

@@ -51,7 +51,8 @@ struct ServerParams {
     bool verbose = false;       // default of the request field `verbose` (OpenAI replies carry `__verbose`); -v sets it
     int32_t n_cache_reuse = 0;  // --cache-reuse
     SchedulerParams sched;
-    std::string chat_template;  // a built-in name or Jinja source overriding the model's (empty: the model's)
+    int32_t sleep_idle_seconds = -1;  // --sleep-idle-seconds: free the model after this long idle (-1: never)
+    std::string chat_template;        // a built-in name or Jinja source overriding the model's (empty: the model's)
     chat::Json chat_template_kwargs = chat::Json::object();
     ReasoningFormat reasoning_format = ReasoningFormat::auto_;
     int32_t reasoning_budget = -1;
@@ -66,8 +67,14 @@ struct ServerParams {
     bool ui_mcp_proxy = false;               // --ui-mcp-proxy / --agent: the chat page's CORS proxy for MCP servers
 };
 
+class IdleSleep;
+
 struct ServerContext {
+    ServerContext();
+    ~ServerContext();  // stops the idle-sleep watcher before the model goes
+
     ServerParams params;
+    EngineParams engine_params;  // what the engine was built with (reloaded with after sleeping)
     std::atomic<bool> ready{false};
     std::unique_ptr<Model> model;
     std::unique_ptr<Engine> engine;
@@ -80,6 +87,12 @@ struct ServerContext {
     int64_t created = 0;                     // unix seconds at start
     std::atomic<uint64_t> next_task_id{1};
     ToolRegistry tools;  // --tools, --mcp-servers-*: GET/POST /tools (server/tools.h); one per server
+    // --sleep-idle-seconds (server/idle_sleep.h): set once loading is done. model, engine and scheduler are
+    // null while the server sleeps: a handler that uses them holds sleep->hold() (register_model_routes).
+    std::unique_ptr<IdleSleep> sleep;
+
+    // Stops for good: no more wake-ups, the scheduler's waiting requests get their error.
+    void shutdown();
 
     const Tokenizer& tokenizer() const { return model->tokenizer(); }
 

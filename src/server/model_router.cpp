@@ -136,7 +136,7 @@ std::shared_ptr<ModelInstance> ModelRouter::unload_locked(Entry& e) {
 
 // note: stopping the scheduler fails the requests still running on it; a model evicted for room has none.
 void ModelRouter::retire(std::shared_ptr<ModelInstance> inst) {
-    if (inst && inst->ctx->scheduler) inst->ctx->scheduler->shutdown();
+    if (inst) inst->ctx->shutdown();
 }
 
 void ModelRouter::start_load_locked(Entry& e) {

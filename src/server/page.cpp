@@ -1,5 +1,7 @@
 // server/page: the chat page served at `/` — one dependency-free HTML file (inline CSS and JS) that
-// streams /v1/chat/completions, shows reasoning collapsed, and prints tokens/s under each reply.
+// streams /v1/chat/completions, shows reasoning collapsed, and prints tokens/s under each reply — and the
+// three files browsers ask of a web UI at llama-server's paths (/sw.js, /manifest.webmanifest,
+// /_app/version.json), public like the page.
 #include "server/routes.h"
 
 namespace bee::server {
@@ -8,7 +10,7 @@ namespace {
 
 const char kPage[] = R"HTML(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<title>Bee chat</title>
+<title>Bee chat</title><link rel="manifest" href="manifest.webmanifest">
 <style>
 body{font-family:system-ui,sans-serif;margin:0;display:flex;flex-direction:column;height:100vh;background:#fafafa}
 header{padding:8px 16px;background:#222;color:#fc0;display:flex;gap:12px;align-items:center}
@@ -94,6 +96,21 @@ document.getElementById('form').onsubmit = async e => {
 </script></body></html>
 )HTML";
 
+// A browser that ran llama-server's web UI (an offline-first app) on this address keeps its service worker,
+// which would go on serving the cached old UI; it checks /sw.js for updates, and this one takes over and
+// unregisters itself, so the page comes from the server again. Bee's page registers no worker.
+const char kServiceWorker[] = R"JS(// Bee: no offline cache; replaces a web UI's cached service worker
+self.addEventListener('install', () => self.skipWaiting());
+self.addEventListener('activate', (e) => e.waitUntil(
+  caches.keys().then((ks) => Promise.all(ks.map((k) => caches.delete(k))))
+    .then(() => self.registration.unregister())
+    .then(() => self.clients.matchAll({type: 'window'}))
+    .then((cs) => cs.forEach((c) => c.navigate(c.url)))));
+)JS";
+
+const char kManifest[] = R"JSON({"name":"Bee chat","short_name":"Bee","start_url":".","display":"standalone",)JSON"
+                         R"JSON("background_color":"#fafafa","theme_color":"#222222","icons":[]})JSON";
+
 }  // namespace
 
 void register_page_routes(RouteTable& svr, ServerContext& ctx) {
@@ -102,6 +119,17 @@ void register_page_routes(RouteTable& svr, ServerContext& ctx) {
         [](const httplib::Request&, httplib::Response& res) { res.set_content(kPage, "text/html; charset=utf-8"); });
     svr.Get("/", page);
     svr.Get("/index.html", page);
+    svr.Get("/sw.js", guarded([](const httplib::Request&, httplib::Response& res) {
+                res.set_header("Cache-Control", "no-cache");
+                res.set_content(kServiceWorker, "application/javascript; charset=utf-8");
+            }));
+    svr.Get("/manifest.webmanifest", guarded([](const httplib::Request&, httplib::Response& res) {
+                res.set_content(kManifest, "application/manifest+json");
+            }));
+    svr.Get("/_app/version.json", guarded([](const httplib::Request&, httplib::Response& res) {
+                res.set_header("Cache-Control", "no-cache");
+                res.set_content(R"({"version":"bee"})", "application/json");
+            }));
 }
 
 }  // namespace bee::server

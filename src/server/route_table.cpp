@@ -19,6 +19,10 @@ const RouteTable::Handler* RouteTable::find(const std::string& method, const std
     return nullptr;
 }
 
+void RouteTable::wrap(const std::function<Handler(const Route&)>& wrap) {
+    for (Route& r : routes_) r.handler = wrap(r);
+}
+
 void RouteTable::install(httplib::Server& svr) const {
     for (const Route& r : routes_) {
         if (r.method == "GET") svr.Get(r.pattern, r.handler);

@@ -2,6 +2,7 @@
 // are installed on the HTTP server as they are. Router mode: every loaded model keeps its own table, and
 // the router's dispatcher for a pattern calls the row of the model a request names.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ public:
     // The handler of (method, pattern), or null.
     const Handler* find(const std::string& method, const std::string& pattern) const;
     const std::vector<Route>& routes() const { return routes_; }
+    // Replaces every row's handler with wrap(row).
+    void wrap(const std::function<Handler(const Route&)>& wrap);
     // Registers every row on `svr`, in order.
     void install(httplib::Server& svr) const;
 

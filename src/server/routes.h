@@ -23,8 +23,12 @@ void register_embedding_routes(RouteTable& svr, ServerContext& ctx);   // /v1/em
 void register_lora_routes(RouteTable& svr, ServerContext& ctx);        // /lora-adapters
 // Every group above, bound to one model's context (the whole API of a single-model server).
 void register_model_routes(RouteTable& svr, ServerContext& ctx);
-// One /v1/models entry for the loaded model: id, object, created, owned_by, meta.
+// One /v1/models entry for the loaded model: id, object, created, owned_by, meta (while the server
+// sleeps: the entry kept from before).
 Json model_info_json(const ServerContext& ctx);
+// GET /v1/models and GET /props of a loaded model (the caller holds it awake).
+Json model_list_json(const ServerContext& ctx);
+Json props_json(const ServerContext& ctx, bool sleeping);
 // Settles --embedding / --reranking / --pooling against the loaded model (pooling from the file when not
 // given); throws Error when rank pooling is asked of a model without a classification head.
 void resolve_embedding_options(ServerContext& ctx);

@@ -1,12 +1,15 @@
 // server/routes_info: /health, /v1/models, /props and /slots — the server describing itself.
 #include "server/http_util.h"
+#include "server/idle_sleep.h"
 #include "server/response.h"
 #include "server/routes.h"
 #include "server/wire_native.h"
 
 namespace bee::server {
 
-Json model_info_json(const ServerContext& ctx) {
+namespace {
+
+Json model_info_loaded(const ServerContext& ctx) {
     const HParams& hp = ctx.model->hparams();
     const Tokenizer& tok = ctx.tokenizer();
     Json meta = {{"vocab_type", std::string(tok.model_name()) == "llama" ? 1 : 2},
@@ -18,12 +21,6 @@ Json model_info_json(const ServerContext& ctx) {
               {"object", "model"},    {"created", ctx.created},       {"owned_by", "bee"},
               {"meta", meta}};
     return m;
-}
-
-namespace {
-
-Json model_list(const ServerContext& ctx) {
-    return Json{{"object", "list"}, {"data", Json::array({model_info_json(ctx)})}};
 }
 
 std::string join(const std::vector<std::string>& names) {
@@ -67,25 +64,44 @@ Json slots_json(const ServerContext& ctx) {
 
 }  // namespace
 
+Json model_list_json(const ServerContext& ctx) {
+    return Json{{"object", "list"}, {"data", Json::array({model_info_loaded(ctx)})}};
+}
+
+Json model_info_json(const ServerContext& ctx) {
+    const IdleSleep::Hold awake = ctx.sleep ? ctx.sleep->peek() : nullptr;
+    if (ctx.sleep && !awake) return ctx.sleep->cached_models()["data"][0];
+    return model_info_loaded(ctx);
+}
+
+Json props_json(const ServerContext& ctx, bool sleeping) {
+    Json caps = {{"supports_thinking", ctx.tmpl_source.find("<think>") != std::string::npos},
+                 {"supports_tools", ctx.tmpl_source.find("tools") != std::string::npos}};
+    return {{"default_generation_settings", default_settings(ctx)},
+            {"total_slots", ctx.scheduler->n_parallel()},
+            {"model_path", ctx.params.model_path},
+            {"model_alias", ctx.model_name},
+            {"chat_template", ctx.tmpl_source},
+            {"chat_template_caps", caps},
+            {"modalities", {{"vision", false}, {"audio", false}}},
+            {"build_info", "bee"},
+            {"is_sleeping", sleeping}};
+}
+
 void register_info_routes(RouteTable& svr, ServerContext& ctx) {
     auto health = guarded([](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
     svr.Get("/health", health);
     svr.Get("/v1/health", health);
-    auto models = guarded([&ctx](const httplib::Request&, httplib::Response& res) { send_json(res, model_list(ctx)); });
+    // note: these two answer while the server sleeps (server/idle_sleep), from the replies kept before
+    auto models = guarded([&ctx](const httplib::Request&, httplib::Response& res) {
+        const IdleSleep::Hold awake = ctx.sleep ? ctx.sleep->peek() : nullptr;
+        send_json(res, ctx.sleep && !awake ? ctx.sleep->cached_models() : model_list_json(ctx));
+    });
     svr.Get("/models", models);
     svr.Get("/v1/models", models);
     svr.Get("/props", guarded([&ctx](const httplib::Request&, httplib::Response& res) {
-                Json caps = {{"supports_thinking", ctx.tmpl_source.find("<think>") != std::string::npos},
-                             {"supports_tools", ctx.tmpl_source.find("tools") != std::string::npos}};
-                send_json(res, {{"default_generation_settings", default_settings(ctx)},
-                                {"total_slots", ctx.scheduler->n_parallel()},
-                                {"model_path", ctx.params.model_path},
-                                {"model_alias", ctx.model_name},
-                                {"chat_template", ctx.tmpl_source},
-                                {"chat_template_caps", caps},
-                                {"modalities", {{"vision", false}, {"audio", false}}},
-                                {"build_info", "bee"},
-                                {"is_sleeping", false}});
+                const IdleSleep::Hold awake = ctx.sleep ? ctx.sleep->peek() : nullptr;
+                send_json(res, ctx.sleep && !awake ? ctx.sleep->cached_props() : props_json(ctx, false));
             }));
     svr.Get("/slots", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
                 if (!ctx.params.slots)

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "server/http_util.h"
+#include "server/idle_sleep.h"
 #include "server/routes.h"
 
 namespace bee::server {
@@ -68,7 +69,11 @@ void register_metrics_routes(RouteTable& svr, ServerContext& ctx) {
                     throw HttpError(501, "not_supported_error",
                                     "This server does not support metrics endpoint. Start it with `--metrics`");
                 res.set_header("Process-Start-Time-Unix", std::to_string(ctx.created));
-                res.set_content(prometheus_text(ctx.scheduler->metrics(true)), "text/plain; version=0.0.4");
+                // while the server sleeps: the counters kept when it fell asleep (the scrape does not wake it)
+                const IdleSleep::Hold awake = ctx.sleep ? ctx.sleep->peek() : nullptr;
+                const SchedulerMetrics m =
+                    ctx.sleep && !awake ? ctx.sleep->take_cached_metrics() : ctx.scheduler->metrics(true);
+                res.set_content(prometheus_text(m), "text/plain; version=0.0.4");
             }));
 }
 

@@ -4,6 +4,7 @@
 // or `?model=` on a GET), loading that model first when needed.
 #include <ctime>
 
+#include "server/idle_sleep.h"
 #include "server/model_router.h"
 #include "server/routes.h"
 #include "server/server.h"
@@ -15,7 +16,12 @@ namespace {
 Json model_entry(const ModelView& v, int64_t now) {
     Json args = Json::array({"bee", "serve"});
     for (const std::string& a : v.args) args.push_back(a);
-    Json status = {{"value", model_status_name(v.status)}, {"args", args}, {"preset", v.spec.preset}};
+    // llama-server's "sleeping": loaded, its weights freed by --sleep-idle-seconds until a request wakes it
+    const bool asleep =
+        v.status == ModelStatus::loaded && v.instance && v.instance->ctx->sleep && v.instance->ctx->sleep->sleeping();
+    Json status = {{"value", asleep ? "sleeping" : model_status_name(v.status)},
+                   {"args", args},
+                   {"preset", v.spec.preset}};
     if (v.failed) {  // llama-server reports the exit code of the process that failed; here the load's error
         status["failed"] = true;
         status["exit_code"] = 1;
@@ -84,7 +90,8 @@ std::string body_model(const httplib::Request& req) {
 
 }  // namespace
 
-void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRouter& router) {
+RouteTable register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRouter& router) {
+    RouteTable dispatched;
     auto health = guarded([](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
     svr.Get("/health", health);
     svr.Get("/v1/health", health);
@@ -122,7 +129,8 @@ void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRoute
     for (const RouteTable::Route& r : model_routes.routes()) {
         if (r.method == "GET" &&
             (r.pattern == "/health" || r.pattern == "/v1/health" || r.pattern == "/models" ||
-             r.pattern == "/v1/models" || r.pattern == "/props" || r.pattern == "/" || r.pattern == "/index.html"))
+             r.pattern == "/v1/models" || r.pattern == "/props" || r.pattern == "/" || r.pattern == "/index.html" ||
+             r.pattern == "/sw.js" || r.pattern == "/manifest.webmanifest" || r.pattern == "/_app/version.json"))
             continue;
         auto h = guarded(
             [&router, method = r.method, pattern = r.pattern](const httplib::Request& req, httplib::Response& res) {
@@ -130,7 +138,9 @@ void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRoute
             });
         if (r.method == "GET") svr.Get(r.pattern, h);
         else svr.Post(r.pattern, h);
+        (r.method == "GET" ? dispatched.Get(r.pattern, h) : dispatched.Post(r.pattern, h));
     }
+    return dispatched;
 }
 
 }  // namespace bee::server

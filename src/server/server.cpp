@@ -5,12 +5,17 @@
 #include <cctype>
 #include <ctime>
 #include <filesystem>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "base/error.h"
 #include "base/log.h"
 #include "server/http_util.h"
+#include "server/idle_sleep.h"
 #include "server/model_presets.h"
 #include "server/routes.h"
+#include "server/vertex.h"
 
 namespace bee::server {
 
@@ -56,7 +61,9 @@ std::vector<std::string> sorted_list(const std::string& s) {
 }
 
 bool is_public_path(const std::string& path) {
-    static const char* kPublic[] = {"/health", "/v1/health", "/models", "/v1/models", "/", "/index.html"};
+    static const char* kPublic[] = {"/health", "/v1/health", "/models", "/v1/models", "/", "/index.html",
+                                    // the files browsers ask of llama-server's web UI
+                                    "/sw.js", "/manifest.webmanifest", "/_app/version.json"};
     return std::any_of(std::begin(kPublic), std::end(kPublic), [&](const char* p) { return path == p; });
 }
 
@@ -164,6 +171,23 @@ void register_model_routes(RouteTable& svr, ServerContext& ctx) {
     register_responses_routes(svr, ctx);
     register_embedding_routes(svr, ctx);
     register_lora_routes(svr, ctx);
+    // --sleep-idle-seconds: every route but the read-only ones holds the model awake (waking it first) until
+    // its response is sent; a streamed reply is written after the handler returns, so the hold goes with it.
+    svr.wrap([&ctx](const RouteTable::Route& r) -> RouteTable::Handler {
+        const bool read_only =
+            r.method == "GET" && (is_public_path(r.pattern) || r.pattern == "/props" || r.pattern == "/metrics");
+        if (read_only) return r.handler;
+        return guarded([&ctx, inner = r.handler](const httplib::Request& req, httplib::Response& res) {
+            IdleSleep::Hold hold = ctx.sleep ? ctx.sleep->hold() : nullptr;
+            inner(req, res);
+            if (hold && res.content_provider_)
+                res.content_provider_resource_releaser_ = [prev = std::move(res.content_provider_resource_releaser_),
+                                                           hold](bool ok) mutable {
+                    if (prev) prev(ok);
+                    hold.reset();
+                };
+        });
+    });
 }
 
 HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
@@ -226,14 +250,28 @@ HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
         } catch (...) {}
         send_error(res, HttpError(500, "server_error", msg));
     });
+    RouteTable routes;
     if (router) {
-        register_router_routes(svr_, ctx_, *router);
+        routes = register_router_routes(svr_, ctx_, *router);
     } else {
-        RouteTable routes;
         register_model_routes(routes, ctx_);
         routes.install(svr_);
     }
     register_tool_routes(svr_, ctx_.tools);
+    const VertexParams vertex = vertex_params_from_env();
+    if (vertex.enabled) {
+        if (ctx_.params.port != vertex.port)
+            BEE_LOG_WARN("AIP_MODE=PREDICTION: listening on AIP_HTTP_PORT %d instead of port %d", vertex.port,
+                         ctx_.params.port);
+        ctx_.params.port = vertex.port;
+        // the endpoints a prediction may name: plain paths (not the regex ones), a POST before a GET
+        std::vector<std::pair<std::string, httplib::Server::Handler>> named;
+        for (const char* method : {"POST", "GET"})
+            for (const RouteTable::Route& r : routes.routes())
+                if (r.method == method && r.pattern.find_first_of("()[]\\*+?") == std::string::npos)
+                    named.emplace_back(r.pattern, r.handler);
+        register_vertex_routes(svr_, vertex, named);
+    }
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -252,11 +290,31 @@ void HttpServer::stop() {
     thread_.join();
 }
 
+void load_model_weights(ServerContext& ctx) {
+    const ServerParams& p = ctx.params;
+    ctx.model = Model::load(p.model_path, p.load);
+    ctx.engine = std::make_unique<Engine>(*ctx.model, ctx.engine_params);
+    ctx.scheduler = std::make_unique<Scheduler>(*ctx.engine, p.sched);
+}
+
+void unload_model_weights(ServerContext& ctx) {
+    if (ctx.scheduler) ctx.scheduler->shutdown();
+    ctx.scheduler.reset();
+    ctx.engine.reset();
+    ctx.model.reset();
+#ifdef __GLIBC__
+    // note: after the first free glibc raises its mmap threshold, so the buffers of a reloaded model come
+    // from the heap and would stay mapped when freed again: hand the free pages back explicitly.
+    malloc_trim(0);
+#endif
+}
+
 void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     ServerParams& p = ctx.params;
     ctx.model = Model::load(p.model_path, p.load);
     BEE_LOG_INFO("model: %s", ctx.model->describe().c_str());
     resolve_embedding_options(ctx);
+    ctx.engine_params = ep;
     ctx.engine = std::make_unique<Engine>(*ctx.model, ep);
     ctx.set_lora_scales(ctx.engine->lora_default());
     ctx.scheduler = std::make_unique<Scheduler>(*ctx.engine, p.sched);
@@ -291,6 +349,7 @@ void load_server_context(ServerContext& ctx, const EngineParams& ep) {
     }
     BEE_LOG_INFO("%d slots of %d tokens (%s KV), batch %d, %d threads", p.sched.n_parallel, ctx.scheduler->n_ctx_slot(),
                  p.sched.kv_unified ? "unified" : "split", p.sched.n_batch, ctx.engine->params().n_threads);
+    ctx.sleep = std::make_unique<IdleSleep>(ctx, p.sleep_idle_seconds);
     ctx.ready = true;
 }
 

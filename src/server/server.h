@@ -9,6 +9,7 @@
 
 #include "server/context.h"
 #include "server/http_conn.h"
+#include "server/route_table.h"
 
 namespace bee::server {
 
@@ -34,10 +35,15 @@ private:
 
 // Router mode's routes: /models, /models/load, /models/unload, /props, /health, the chat page, and a
 // dispatcher to the named model for every other endpoint.
-void register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRouter& router);
+// Returns the (method, path, handler) rows of the model API it dispatched, for server/vertex.
+RouteTable register_router_routes(httplib::Server& svr, ServerContext& ctx, ModelRouter& router);
 
 // Loads the model, engine, scheduler and chat template into ctx (then sets ctx.ready).
 // Throws bee::Error with the reason (bad file, bad template, bad options).
 void load_server_context(ServerContext& ctx, const EngineParams& ep);
+// --sleep-idle-seconds: frees the scheduler, engine (KV cache) and model; builds them again as they were
+// loaded (throws bee::Error). Only while no request uses them (server/idle_sleep).
+void unload_model_weights(ServerContext& ctx);
+void load_model_weights(ServerContext& ctx);
 
 }  // namespace bee::server

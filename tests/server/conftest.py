@@ -52,18 +52,19 @@ def prompt_tokens(server, messages, **kw):
 
 
 class Server:
-    def __init__(self, *args, api_key=None, model=SMOLLM):
-        """model=None: no -m (router mode takes its models from the flags in args)."""
+    def __init__(self, *args, api_key=None, model=SMOLLM, env=None, port=None):
+        """model=None: no -m (router mode takes its models from the flags in args). env: extra environment
+        variables; port: where the server listens instead of --port (AIP_HTTP_PORT; --port gets another)."""
         assert BEE.exists(), f"{BEE} is missing: run `make build`"
         assert model is None or model.exists(), f"{model} is missing: run `make models`"
-        self.port = free_port()
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.api_key = api_key
-        cmd = [str(BEE), "serve", *(["-m", str(model)] if model else []), "--port", str(self.port), *map(str, args)]
+        cmd = [str(BEE), "serve", *(["-m", str(model)] if model else []), "--port", str(free_port() if port else self.port), *map(str, args)]
         if api_key:
             cmd += ["--api-key", api_key]
         self.log = tempfile.NamedTemporaryFile("w+", prefix="bee-serve-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
         deadline = time.time() + 120
         while True:
             assert self.proc.poll() is None, f"bee serve exited with {self.proc.returncode}: {self.output()}"

@@ -18,13 +18,13 @@ LLAMA_SERVER_FLAGS = [
     "-ngl", "99", "-fa", "on", "--no-mmap", "--mlock", "-v", "--offline", "--slots", "--no-jinja", "-tb", "2",
     "--no-warmup", "--keep", "8", "--numa", "distribute", "--prio", "2", "-dev", "none", "-sm", "none", "-ts", "1",
     "-mg", "0", "-kvo", "--check-tensors", "--no-perf", "-sp", "-e", "--props", "--no-cache-idle-slots",
-    "--reasoning", "auto", "--no-webui", "--sleep-idle-seconds", "0", "--log-timestamps", "--log-colors", "off",
+    "--reasoning", "auto", "--no-webui", "--sleep-idle-seconds", "3600", "--log-timestamps", "--log-colors", "off",
     "-ot", "exps=CPU", "--cpu-moe", "--n-cpu-moe", "0", "--swa-full", "--jinja", "-cb", "--spec-type", "none",
     "--draft-max", "16", "--draft-min", "0", "--draft-p-min", "0.75", "--yarn-orig-ctx", "0", "-dt", "0.1",
 ]
 IGNORED = ["-ngl", "-fa", "--no-mmap", "--offline", "--no-jinja", "-tb", "--no-warmup", "--numa", "--prio", "-dev",
            "-sm", "-ts", "-mg", "-kvo", "--no-perf", "-e", "--props", "--no-cache-idle-slots",
-           "--sleep-idle-seconds", "--log-colors", "-ot", "--cpu-moe", "--n-cpu-moe", "--swa-full",
+           "--log-colors", "-ot", "--cpu-moe", "--n-cpu-moe", "--swa-full",
            "-dt"]
 
 

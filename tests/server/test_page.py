@@ -40,3 +40,15 @@ def test_chat_page_streams_a_reply(server, browser):
     assert browser.find_element(By.CSS_SELECTOR, ".user").text == "What is the capital of France?"
     n_tokens = int(stats.split()[0])  # "N tokens, X tokens/s" from the last chunk's timings
     assert 0 < n_tokens <= 24
+
+
+def test_web_ui_files_are_public(keyed_server):
+    """The files browsers ask of llama-server's web UI answer without the API key, like the page."""
+    from conftest import http
+    for path, ctype in [("/sw.js", "javascript"), ("/manifest.webmanifest", "manifest+json"),
+                        ("/_app/version.json", "application/json")]:
+        status, headers, body = http("GET", keyed_server.url(path))
+        assert status == 200 and ctype in headers["Content-Type"], (path, status, body)
+    assert "unregister" in http("GET", keyed_server.url("/sw.js"))[2]
+    assert http("GET", keyed_server.url("/manifest.webmanifest"))[2]["start_url"] == "."
+    assert http("GET", keyed_server.url("/props"))[0] == 401

@@ -235,3 +235,44 @@ def test_bad_preset_refused_at_start(tmp_path):
         r = subprocess.run([str(BEE), "serve", "--models-preset", str(ini), "--port", "0"], capture_output=True,
                            text=True, timeout=60)
         assert r.returncode != 0 and want in r.stderr, (text, r.stderr)
+
+
+def test_a_queued_client_that_leaves_does_not_evict_the_running_model(models_dir):
+    """--models-max 1: a request for another model waits while a stream holds the loaded one; when that
+    client gives up, nothing is waiting any more, so the streamed model stays loaded after its stream."""
+    s = Server("--models-dir", models_dir, "--models-max", "1", "-c", "512", "-np", "1", model=None)
+    try:
+        body = {"model": SMOL_ID, "messages": HELLO, "max_tokens": 200, "ignore_eos": True, "stream": True}
+        req = urllib.request.Request(s.url("/v1/chat/completions"), data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=120) as stream:
+            assert stream.readline().startswith(b"data: ")  # SmolLM2 is loaded and busy
+            with pytest.raises(OSError):  # queued behind the stream, it leaves after 1 s
+                http("POST", s.url("/v1/chat/completions"), {"model": GEMMA_ID, "messages": HELLO}, timeout=1)
+            for line in stream:
+                time.sleep(0.005)  # a slow reader keeps the stream (and the model) busy past the timeout
+        time.sleep(1)
+        assert statuses(s) == {SMOL_ID: "loaded", GEMMA_ID: "unloaded", "broken": "unloaded"}
+    finally:
+        s.stop()
+
+
+def test_preset_reload_rereads_the_file(tmp_path):
+    """GET /models?reload=1 reads the preset again: a removed section goes (unloaded first), a new one appears,
+    an unchanged one keeps its loaded model."""
+    ini = tmp_path / "models.ini"
+    ini.write_text(f"[a]\nmodel = {SMOLLM}\nc = 256\n\n[b]\nmodel = {SMOLLM}\nc = 256\n")
+    s = Server("--models-preset", ini, "-np", "1", model=None)
+    try:
+        assert set(statuses(s)) == {"a", "b"}
+        for m in ("a", "b"):
+            assert chat(s, m)[0] == 200
+        ini.write_text(f"[b]\nmodel = {SMOLLM}\nc = 256\n\n[c]\nmodel = {GEMMA}\nc = 256\n")
+        assert statuses(s) == {"a": "loaded", "b": "loaded"}  # no reload asked: the list is as it was
+        status, _, body = s.get("/models?reload=1")
+        assert status == 200
+        assert {m["id"]: m["status"]["value"] for m in body["data"]} == {"b": "loaded", "c": "unloaded"}
+        assert chat(s, "a")[0] == 400
+        assert chat(s, "c")[0] == 200
+    finally:
+        s.stop()

@@ -135,6 +135,32 @@ TEST(ChatApply, ContextHasMessagesToolsKwargsAndDate) {
     EXPECT_EQ(bee::chat::apply(t, in), "<s>[user:hi]TrueFalse14 Mar 2025 2025</s>");
 }
 
+TEST(ChatTemplateErrors, StringPlusMissingIsTheString) {
+    // llama.cpp's Jinja (unlike jinja2): a string plus an undefined variable is the string; none, the other
+    // operators and other operand types still refuse (as jinja2).
+    EXPECT_EQ(render("{{ 'a' + missing }}|{{ missing + 'b' }}|{% set m = {} %}{{ 'c' + m.x }}"), "a|b|c");
+    EXPECT_NE(render_error("{{ 'c' + none }}").find("unsupported operand"), std::string::npos);
+    EXPECT_EQ(render("{% set s = 'x' %}{% set s = s + '\n' + functions %}[{{ s }}]"), "[x\n]");
+    EXPECT_EQ(render("{{ ('<b>' | safe) + missing }}"), "<b>");
+    EXPECT_NE(render_error("{{ 1 + missing }}").find("'missing' is undefined"), std::string::npos);
+    EXPECT_NE(render_error("{{ missing + missing }}").find("undefined"), std::string::npos);
+    EXPECT_NE(render_error("{{ [1] + none }}").find("unsupported operand"), std::string::npos);
+    EXPECT_NE(render_error("{{ 'a' - missing }}").find("undefined"), std::string::npos);
+}
+
+TEST(ChatApply, FirefunctionStyleSystemPromptGetsDatetime) {
+    // The shape of firefunction-v2's template: a block set through `filter trim`, then the caller's
+    // `functions` (never set by llama-server or Bee) and `datetime` ("%b %d %Y", as llama-server gives it).
+    Template t = Template::parse(
+        "{%- set suffix -%}{%- filter trim -%}\n  Functions:  \n{%- endfilter -%}{%- endset -%}"
+        "{%- set suffix = suffix + '\n' + functions -%}{%- set suffix = suffix + '\nToday is ' + datetime + '.' -%}"
+        "{{ suffix }}|{{ messages[0].content }}");
+    bee::chat::ChatInput in;
+    in.messages = Json::array({{{"role", "user"}, {"content", "hi"}}});
+    in.now_unix = 1741953600;  // 2025-03-14 12:00 UTC
+    EXPECT_EQ(bee::chat::apply(t, in), "Functions:\n\nToday is Mar 14 2025.|hi");
+}
+
 TEST(ChatApply, NullContentOfToolCallTurnsIsRetriedAsEmpty) {
     // Qwen3's template does `'</think>' in message.content`, which fails on null content.
     std::ifstream f(std::string(BEE_SOURCE_DIR) + "/tests/data/chat_templates/Qwen-Qwen3-0.6B.jinja");
