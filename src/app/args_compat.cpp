@@ -116,10 +116,8 @@ constexpr CompatRow kRows[] = {
     {"--reuse-port", V, Act::ignore, 0, "the port is bound once, without SO_REUSEPORT"},
     {"--ui-config,--webui-config,--ui-config-file,--webui-config-file", V, Act::ignore, 1,
      "Bee's chat page has no settings file"},
-    {"--no-ui-mcp-proxy,--no-webui-mcp-proxy,-no-ag,--no-agent", V, Act::ignore, 0,
-     "Bee has no agent tools or MCP proxy (this is their default: off)"},
-    {"--ui-mcp-proxy,--webui-mcp-proxy,-ag,--agent,--tools,--tools-runtime,--mcp-servers-config,"
-     "--mcp-servers-json", V, Act::refuse, 1, "Bee has no built-in agent tools or MCP proxy"},
+    {"-no-ag,--no-agent", V, Act::ignore, 0, "Bee has no agent tools (this is their default: off)"},
+    {"-ag,--agent,--tools,--tools-runtime", V, Act::refuse, 1, "Bee has no built-in agent tools"},
     {"--skip-chat-parsing", V, Act::refuse, 0,
      "Bee always parses tool calls and reasoning from the reply (the output would differ from what was asked)"},
     {"--no-skip-chat-parsing,--prefill-assistant", V, Act::ignore, 0, "this is Bee's only behaviour"},

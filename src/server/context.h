@@ -61,6 +61,9 @@ struct ServerParams {
     bool reranking = false;                  // --reranking, or --embedding --pooling rank: /rerank too
     Pooling pooling = Pooling::unspecified;  // --pooling; unspecified: the model's, else none (set at load)
     int32_t embd_normalize = 2;              // --embd-normalize: default of the request field (2: Euclidean)
+    bool ui_mcp_proxy = false;               // --ui-mcp-proxy: GET/POST /cors-proxy (server/cors_proxy.h)
+    std::string mcp_servers_config;          // --mcp-servers-config: a Cursor-style JSON file (server/mcp_tools.h)
+    std::string mcp_servers_json;            // --mcp-servers-json: the same JSON inline
 };
 
 struct ServerContext {

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "server/cors_proxy.h"
 #include "server/http_util.h"
 #include "server/model_presets.h"
 #include "server/routes.h"
@@ -234,6 +235,7 @@ HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
         routes.install(svr_);
     }
     register_tool_routes(svr_, ctx_.tools);
+    register_cors_proxy_routes(svr_, p.ui_mcp_proxy, p.timeout_s);
 }
 
 HttpServer::~HttpServer() { stop(); }
