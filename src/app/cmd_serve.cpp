@@ -371,7 +371,10 @@ void read_agent_options(ServeOptions& o) {
 void start_agent_features(ServeOptions& o, server::ServerContext& ctx) {
     std::string on;
     if (!o.mcp_servers.empty()) {
-        ctx.tools.add(server::start_mcp_tools(std::move(o.mcp_servers)));
+        // note: after the built-in tools (--tools), whose names MCP tools must not take
+        const server::ToolRegistry& reg = ctx.tools;
+        ctx.tools.add(server::start_mcp_tools(std::move(o.mcp_servers),
+                                              [&reg](const std::string& n) { return reg.find(n) != nullptr; }));
         on += "MCP servers (GET/POST /tools)";
     }
     if (ctx.params.ui_mcp_proxy) on += std::string(on.empty() ? "" : ", ") + "the CORS proxy (/cors-proxy)";

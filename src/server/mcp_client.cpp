@@ -112,6 +112,7 @@ void McpSession::spawn() {
                               cfg_.cwd.empty() ? "" : (" in " + cfg_.cwd).c_str(), strerror(rc)),
                        false);
     }
+    pgid_ = pid_;
     in_fd_ = in_p[1], out_fd_ = out_p[0], err_fd_ = err_p[0];
     for (int fd : {in_fd_, out_fd_, err_fd_}) set_nonblocking(fd);
 }
@@ -180,7 +181,12 @@ void McpSession::io_loop() {
         if (poll(fds, 2, kPollMs) < 0 && errno != EINTR) break;
         if (fds[1].revents && !drain(err_fd_, err_buf, false)) err_open = false;
         if (fds[0].revents && !drain(out_fd_, out_buf, true)) {
+            int status = 0;
             why = "closed its stdout";
+            if (wait_exit(pid_, 200, &status)) {  // it usually has just ended: say how
+                why = describe_status(status);
+                pid_ = -1;
+            }
             break;
         }
         int status = 0;
@@ -337,9 +343,10 @@ void McpSession::close() {
                 waitpid(pid_, &status, 0);
             }
         }
-        kill(-pid_, SIGKILL);  // what is left of its process group (grandchildren holding the pipes)
         pid_ = -1;
     }
+    if (pgid_ > 0) kill(-pgid_, SIGKILL);  // what is left of its process group (grandchildren holding the pipes)
+    pgid_ = -1;
     close_fd(out_fd_);
     close_fd(err_fd_);
 }

@@ -73,7 +73,8 @@ private:
     std::string describe_death() const;
 
     McpServerConfig cfg_;
-    pid_t pid_ = -1;
+    pid_t pid_ = -1;   // -1 once reaped
+    pid_t pgid_ = -1;  // its process group (= its first pid), signalled at close()
     int in_fd_ = -1, out_fd_ = -1, err_fd_ = -1;
     std::thread io_;
     std::atomic<bool> alive_{false}, stop_{false};

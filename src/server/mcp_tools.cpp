@@ -13,7 +13,7 @@ namespace bee::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kWarmup = std::chrono::seconds(10);   // start + initialize + tools/list, per server
+constexpr auto kWarmup = std::chrono::seconds(10);   // start + initialize (+ tools/list at start-up)
 constexpr auto kCooldown = std::chrono::seconds(5);  // after a failed start, calls fail at once for this long
 constexpr int kMaxListPages = 100;
 
@@ -60,7 +60,7 @@ public:
         }
     }
 
-    void warm_up() {
+    void warm_up(const std::function<bool(const std::string&)>& taken) {
         std::vector<std::vector<Json>> found(servers_.size());
         std::vector<std::thread> threads;
         for (size_t i = 0; i < servers_.size(); i++)
@@ -71,7 +71,7 @@ public:
             for (const Json& t : found[i]) {
                 const std::string bare = t["name"].get<std::string>();
                 const std::string name = s.cfg.name + "_" + bare;
-                if (by_name_.count(name)) {
+                if (by_name_.count(name) || (taken && taken(name))) {
                     BEE_LOG_WARN("MCP tool '%s' of server '%s' has the name of another tool: left out", bare.c_str(),
                                  s.cfg.name.c_str());
                     continue;
@@ -199,7 +199,7 @@ private:
         }
         auto fresh = std::make_shared<McpSession>(s.cfg);
         try {
-            fresh->start(now + std::chrono::milliseconds(s.cfg.timeout_ms), stopping_);
+            fresh->start(now + kWarmup, stopping_);
         } catch (const McpError& e) {
             fresh->close();
             s.retry_after = Clock::now() + kCooldown;
@@ -240,9 +240,10 @@ std::vector<McpServerConfig> load_mcp_servers(const std::string& config_path, co
     return all;
 }
 
-std::unique_ptr<ToolProvider> start_mcp_tools(std::vector<McpServerConfig> servers) {
+std::unique_ptr<ToolProvider> start_mcp_tools(std::vector<McpServerConfig> servers,
+                                              const std::function<bool(const std::string&)>& taken) {
     auto p = std::make_unique<McpTools>(std::move(servers));
-    p->warm_up();
+    p->warm_up(taken);
     return p;
 }
 

@@ -1,6 +1,7 @@
 // server/mcp_tools: the tools of MCP servers (--mcp-servers-config, --mcp-servers-json) as a ToolProvider:
 // each server's tools are listed by GET /tools as SERVER_TOOL and run by POST /tools.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,8 @@ std::vector<McpServerConfig> load_mcp_servers(const std::string& config_path, co
 
 // Starts every server at once and lists its tools (10 s at most each). A server that fails is logged and
 // left out; the others keep running for calls. A server that dies is started again on its next call.
-std::unique_ptr<ToolProvider> start_mcp_tools(std::vector<McpServerConfig> servers);
+// A tool whose SERVER_TOOL name is `taken` (by the built-in tools) or given twice is left out with a warning.
+std::unique_ptr<ToolProvider> start_mcp_tools(std::vector<McpServerConfig> servers,
+                                              const std::function<bool(const std::string&)>& taken = nullptr);
 
 }  // namespace bee::server

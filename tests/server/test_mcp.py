@@ -121,6 +121,15 @@ def test_cors_limited_to_localhost(mcp):
 
 class Target(BaseHTTPRequestHandler):
     def do_GET(self):
+        if self.path == "/sse":  # a body that comes in pieces, ended by closing the connection
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for i in range(3):
+                self.wfile.write(f"data: {i}\n\n".encode())
+                self.wfile.flush()
+                time.sleep(0.15)
+            return
         body = json.dumps({"path": self.path, "token": self.headers.get("X-Token"), "ua": self.headers.get("X-Llama-Server-Proxy-Header-X-Token")}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
@@ -166,6 +175,12 @@ def test_proxy_forwards(mcp, target):
     assert h["Content-Type"].startswith("application/json")
     status, _, body = mcp.post(f"/cors-proxy?url={target}/empty", {})
     assert status == 204 and body == ""
+
+
+def test_proxy_streams(mcp, target):
+    status, h, body = mcp.get(f"/cors-proxy?url={target}/sse")
+    assert status == 200 and h["Content-Type"] == "text/event-stream"
+    assert body == "data: 0\n\ndata: 1\n\ndata: 2\n\n"
 
 
 def test_proxy_refusals(mcp, server):
