@@ -33,6 +33,7 @@ struct ServeOptions {
     int32_t ctx_checkpoints = 32;
     int32_t checkpoint_every = 8192;
     bool kv_unified = false, no_kv_unified = false, cache_prompt = true;
+    bool cors_origins_given = false;  // --cors-origins: else --tools narrows CORS to localhost
     bool jinja = false, cont_batching = false, no_cont_batching = false, no_context_shift = false;
     std::string api_key, api_key_file, chat_template, chat_template_file, chat_template_kwargs;
     std::string reasoning_format = "auto", loop_guard = "force-close";
@@ -41,7 +42,6 @@ struct ServeOptions {
     // as llama-server renders templates (those testing `not enable_thinking` leave the think block open)
     chat::Json reasoning_kwargs = chat::Json{{"enable_thinking", true}};
     server::RouterParams router;  // --models-dir, --models-preset, --models-max
-    bool cors_origins_given = false;
     std::vector<server::McpServerConfig> mcp_servers;  // --mcp-servers-config / --mcp-servers-json, read
 };
 
