@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -134,11 +135,12 @@ void McpSession::start(Clock::time_point deadline, const std::atomic<bool>& canc
 void McpSession::io_loop() {
     std::string out_buf, err_buf;
     bool err_open = true, skipping = false;
+    size_t scanned[2] = {0, 0};  // bytes of each buffer known to hold no newline
     auto take_lines = [&](std::string& buf, bool is_out) {
-        size_t pos;
-        while ((pos = buf.find('\n')) != std::string::npos) {
-            std::string line = buf.substr(0, pos);
-            buf.erase(0, pos + 1);
+        size_t start = 0, pos;
+        while ((pos = buf.find('\n', std::max(start, scanned[is_out]))) != std::string::npos) {
+            std::string line = buf.substr(start, pos - start);
+            start = pos + 1;
             if (!line.empty() && line.back() == '\r') line.pop_back();
             if (is_out && skipping) {
                 skipping = false;
@@ -153,12 +155,15 @@ void McpSession::io_loop() {
                 if (err_tail_.size() > kErrTail) err_tail_.erase(0, err_tail_.size() - kErrTail);
             }
         }
+        buf.erase(0, start);
+        scanned[is_out] = buf.size();
         if (buf.size() > kMaxLine) {
             if (is_out) {
                 BEE_LOG_WARN("MCP '%s': dropped a line longer than %zu bytes", cfg_.name.c_str(), kMaxLine);
                 skipping = true;
             }
             buf.clear();
+            scanned[is_out] = 0;
         }
     };
     // Reads what is there; false at end of file or on an error.

@@ -76,6 +76,11 @@ def test_call_skips_notifications_and_junk(mcp):
     assert call(mcp, "echo_env", name="PATH")["plain_text_response"] != "<unset>"  # the rest is inherited
 
 
+def test_large_reply(mcp):
+    big = "x" * 3_000_000
+    assert call(mcp, "echo_echo", message=big) == {"plain_text_response": "echo: " + big}
+
+
 def test_tool_errors(mcp):
     assert call(mcp, "echo_fail") == {"error": "it failed on purpose"}
     status, _, body = mcp.post("/tools", {"tool": "bad_echo", "params": {}})
