@@ -217,6 +217,22 @@ def test_config_errors(tmp_path, args, expect):
     assert expect in r.stderr, r.stderr
 
 
+def test_slow_tool_holds_no_slot():
+    """One model, one slot: a completion runs while a tool call waits on its MCP server."""
+    s = Server("-c", "512", "-np", "1", "--mcp-servers-json", mcp_json({"e": {"command": sys.executable, "args": [ECHO]}}))
+    try:
+        with ThreadPoolExecutor(max_workers=1) as ex:
+            slow = ex.submit(call, s, "e_sleep", seconds=3)
+            time.sleep(0.3)
+            t0 = time.time()
+            status, _, body = s.post("/completion", {"prompt": "Hello", "n_predict": 4, "temperature": 0})
+            assert status == 200 and body["tokens_predicted"] == 4, body
+            assert time.time() - t0 < 2.5 and not slow.done()
+            assert slow.result() == {"plain_text_response": "slept"}
+    finally:
+        s.stop()
+
+
 def test_shutdown_during_a_slow_call_with_a_grandchild(tmp_path):
     s = Server("--models-dir", models_dir(tmp_path), "--mcp-servers-json",
                mcp_json({"gc": {"command": sys.executable, "args": [ECHO, "--grandchild"]}}), model=None)
