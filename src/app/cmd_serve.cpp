@@ -42,7 +42,8 @@ struct ServeOptions {
     // as llama-server renders templates (those testing `not enable_thinking` leave the think block open)
     chat::Json reasoning_kwargs = chat::Json{{"enable_thinking", true}};
     server::RouterParams router;  // --models-dir, --models-preset, --models-max
-    std::vector<server::McpServerConfig> mcp_servers;  // --mcp-servers-config / --mcp-servers-json, read
+    // --mcp-servers-config / --mcp-servers-json, read at start-up
+    std::vector<server::McpServerConfig> mcp_servers;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
