@@ -85,7 +85,8 @@ void register_info_routes(RouteTable& svr, ServerContext& ctx) {
                                 {"chat_template_caps", caps},
                                 {"modalities", {{"vision", false}, {"audio", false}}},
                                 {"build_info", "bee"},
-                                {"is_sleeping", false}});
+                                {"is_sleeping", false},
+                                {"cors_proxy_enabled", ctx.params.ui_mcp_proxy}});
             }));
     svr.Get("/slots", guarded([&ctx](const httplib::Request& req, httplib::Response& res) {
                 if (!ctx.params.slots)

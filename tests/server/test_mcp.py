@@ -195,7 +195,8 @@ def test_proxy_refusals(mcp, server):
     assert status == 400, body
     status, _, body = mcp.get("/cors-proxy?url=http://127.0.0.1:1/")  # nothing listens on port 1
     assert status == 502, body
-    # off by default (and no tools without a provider)
+    # off by default
+    assert server.get("/props")[2]["cors_proxy_enabled"] is False
     assert server.get("/cors-proxy?url=http://127.0.0.1:1/")[0] == 403
     assert server.post("/cors-proxy?url=http://127.0.0.1:1/", {})[0] == 403
 
@@ -219,8 +220,10 @@ def test_config_errors(tmp_path, args, expect):
 
 def test_slow_tool_holds_no_slot():
     """One model, one slot: a completion runs while a tool call waits on its MCP server."""
-    s = Server("-c", "512", "-np", "1", "--mcp-servers-json", mcp_json({"e": {"command": sys.executable, "args": [ECHO]}}))
+    s = Server("-c", "512", "-np", "1", "--ui-mcp-proxy",
+               "--mcp-servers-json", mcp_json({"e": {"command": sys.executable, "args": [ECHO]}}))
     try:
+        assert s.get("/props")[2]["cors_proxy_enabled"] is True
         with ThreadPoolExecutor(max_workers=1) as ex:
             slow = ex.submit(call, s, "e_sleep", seconds=3)
             time.sleep(0.3)
