@@ -72,7 +72,11 @@ void McpSession::spawn() {
     posix_spawn_file_actions_adddup2(&fa, out_p[1], 1);
     posix_spawn_file_actions_adddup2(&fa, err_p[1], 2);
     if (!cfg_.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cfg_.cwd.c_str());
+#ifdef __GLIBC__
+#if __GLIBC_PREREQ(2, 34)
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // the listening socket and clients' connections stay ours
+#endif
+#endif
     // Its own process group (close() signals the whole group), and the signals the server blocks (SIGINT,
     // SIGTERM: sigwait) or ignores (SIGPIPE) back to normal.
     posix_spawnattr_t at;
