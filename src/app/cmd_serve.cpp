@@ -16,6 +16,7 @@
 #include "chat/builtin_templates.h"
 #include "sample/grammar.h"
 #include "sample/json_schema.h"
+#include "server/mcp_tools.h"
 #include "server/model_router.h"
 #include "server/server.h"
 #include "server/tools_builtin.h"
@@ -42,6 +43,8 @@ struct ServeOptions {
     // as llama-server renders templates (those testing `not enable_thinking` leave the think block open)
     chat::Json reasoning_kwargs = chat::Json{{"enable_thinking", true}};
     server::RouterParams router;  // --models-dir, --models-preset, --models-max
+    // --mcp-servers-config / --mcp-servers-json, read at start-up
+    std::vector<server::McpServerConfig> mcp_servers;
 };
 
 std::vector<std::string> split_commas(const std::string& s) {
@@ -91,6 +94,17 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     p.action("--no-slots", "disable GET /slots", [&s] { s.slots = false; });
     p.action("--ui,--webui", "serve the chat page at / (the default)", [&s] { s.webui = true; });
     p.action("--no-ui,--no-webui", "no chat page (/ answers 404)", [&s] { s.webui = false; });
+    p.action("--ui-mcp-proxy,--webui-mcp-proxy",
+             "experimental: GET/POST /cors-proxy?url=http://..., the chat page's way to MCP servers a browser cannot "
+             "reach; do not enable on untrusted networks [off]",
+             [&s] { s.ui_mcp_proxy = true; });
+    p.action("--no-ui-mcp-proxy,--no-webui-mcp-proxy", "no /cors-proxy: it answers 403 (the default)",
+             [&s] { s.ui_mcp_proxy = false; });
+    p.str("--mcp-servers-config", &s.mcp_servers_config, "FILE",
+          "experimental: MCP servers run as child processes, a Cursor-style JSON file {\"mcpServers\": {NAME: "
+          "{\"command\", \"args\", \"env\", \"cwd\", \"timeout_ms\"}}}; their tools are served by GET/POST /tools "
+          "as NAME_TOOL (--cors-origins then defaults to localhost); only commands you trust");
+    p.str("--mcp-servers-json", &s.mcp_servers_json, "JSON", "experimental: the same as --mcp-servers-config, inline");
     p.str("--slot-save-path", &s.slot_save_path, "DIR",
           "enable POST /slots/ID?action=save|restore|erase, files in DIR");
     p.str("-a,--alias", &s.alias, "NAMES",
@@ -393,6 +407,35 @@ std::vector<std::string> model_base_args(const ArgParser& p, int argc, char** ar
     return out;
 }
 
+// The flags that let clients act on this machine: the configuration read now (bad files and JSON are
+// start-up errors), and --cors-origins then limited to localhost unless it was given, as llama-server.
+void read_agent_options(ServeOptions& o) {
+    server::ServerParams& s = o.srv;
+    o.mcp_servers = server::load_mcp_servers(s.mcp_servers_config, s.mcp_servers_json);
+    const bool mcp = !s.mcp_servers_config.empty() || !s.mcp_servers_json.empty();
+    if (mcp && !o.cors_origins_given) {
+        s.cors_origins = {"localhost"};
+        BEE_LOG_WARN(
+            "MCP servers are configured: --cors-origins defaults to localhost (only pages served from this "
+            "machine may call the server; give --cors-origins to change it)");
+    }
+}
+
+// Starts the MCP servers (their tools listed before the server listens) and says what is exposed.
+void start_agent_features(ServeOptions& o, server::ServerContext& ctx) {
+    std::string on;
+    if (!o.mcp_servers.empty()) {
+        // note: after the built-in tools (--tools), whose names MCP tools must not take
+        const server::ToolRegistry& reg = ctx.tools;
+        ctx.tools.add(server::start_mcp_tools(std::move(o.mcp_servers),
+                                              [&reg](const std::string& n) { return reg.find(n) != nullptr; }));
+        on += "MCP servers (GET/POST /tools)";
+    }
+    if (ctx.params.ui_mcp_proxy) on += std::string(on.empty() ? "" : ", ") + "the CORS proxy (/cors-proxy)";
+    if (!on.empty())
+        BEE_LOG_WARN("experimental features on: %s; do not expose this server to untrusted networks", on.c_str());
+}
+
 // Router mode: the server answers at once; each model loads when first asked for (or at start-up).
 int serve_router(ServeOptions& o, const ArgParser& p, int argc, char** argv, const sigset_t& sigs) {
     o.router.base_args = model_base_args(p, argc, argv);
@@ -405,6 +448,7 @@ int serve_router(ServeOptions& o, const ArgParser& p, int argc, char** argv, con
         server::ModelRouter router(
             o.router, [&p](const std::string& flag, bool* takes_value) { return p.has(flag, takes_value); },
             parse_model_config);
+        start_agent_features(o, ctx);
         server::HttpServer http(ctx, &router);
         http.start();
         if (o.model.mlock) lock_model_memory();
@@ -416,6 +460,7 @@ int serve_router(ServeOptions& o, const ArgParser& p, int argc, char** argv, con
         sigwait(&sigs, &sig);
         BEE_LOG_INFO("signal %d: shutting down", sig);
         router.shutdown();  // waiting handlers get their error and return
+        ctx.tools.shutdown();
         http.stop();
         return 0;
     } catch (const Error& e) {
@@ -433,6 +478,7 @@ int cmd_serve(int argc, char** argv) {
     try {
         if (!p.parse(argc, argv)) return 0;
         finish_options(o);
+        read_agent_options(o);
     } catch (const Error& e) {
         fprintf(stderr, "error: %s\n", e.what());
         return 2;
@@ -453,6 +499,7 @@ int cmd_serve(int argc, char** argv) {
     ctx.created = (int64_t)time(nullptr);
     try {
         setup_tools(ctx);
+        start_agent_features(o, ctx);  // after the built-in tools: an MCP tool of the same name is left out
         server::HttpServer http(ctx);
         http.start();  // answers 503 "Loading model" until the model is ready
         server::load_server_context(ctx, serve_engine_params(o));
@@ -464,6 +511,7 @@ int cmd_serve(int argc, char** argv) {
         sigwait(&sigs, &sig);
         BEE_LOG_INFO("signal %d: shutting down", sig);
         ctx.shutdown();  // waiting handlers get their error and return
+        ctx.tools.shutdown();
         http.stop();
         return 0;
     } catch (const Error& e) {

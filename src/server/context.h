@@ -64,7 +64,9 @@ struct ServerParams {
     int32_t embd_normalize = 2;              // --embd-normalize: default of the request field (2: Euclidean)
     std::vector<std::string> tools;          // --tools / --agent: built-in agent tools, "all" or names (none: off)
     std::string tools_runtime;               // --tools-runtime: where they run (empty: this machine)
-    bool ui_mcp_proxy = false;               // --ui-mcp-proxy / --agent: the chat page's CORS proxy for MCP servers
+    bool ui_mcp_proxy = false;               // --ui-mcp-proxy / --agent: GET/POST /cors-proxy (server/cors_proxy.h)
+    std::string mcp_servers_config;          // --mcp-servers-config: a Cursor-style JSON file (server/mcp_tools.h)
+    std::string mcp_servers_json;            // --mcp-servers-json: the same JSON inline
 };
 
 class IdleSleep;

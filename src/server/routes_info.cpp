@@ -85,7 +85,8 @@ Json props_json(const ServerContext& ctx, bool sleeping) {
             {"chat_template_caps", caps},
             {"modalities", {{"vision", false}, {"audio", false}}},
             {"build_info", "bee"},
-            {"is_sleeping", sleeping}};
+            {"is_sleeping", sleeping},
+            {"cors_proxy_enabled", ctx.params.ui_mcp_proxy}};
 }
 
 void register_info_routes(RouteTable& svr, ServerContext& ctx) {

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "server/cors_proxy.h"
 #include "server/http_util.h"
 #include "server/idle_sleep.h"
 #include "server/model_presets.h"
@@ -258,6 +259,7 @@ HttpServer::HttpServer(ServerContext& ctx, ModelRouter* router) : ctx_(ctx) {
         routes.install(svr_);
     }
     register_tool_routes(svr_, ctx_.tools);
+    register_cors_proxy_routes(svr_, p.ui_mcp_proxy, p.timeout_s);
     const VertexParams vertex = vertex_params_from_env();
     if (vertex.enabled) {
         if (ctx_.params.port != vertex.port)

@@ -33,6 +33,9 @@ public:
     // Runs tool `name` with `params`; the answer body: {"plain_text_response": ...} or {"result": ...}, or
     // {"error": message} for a call that failed (the answer is still 200). Throws HttpError for a bad request.
     virtual Json call(const std::string& name, const Json& params, const ToolCall& how) = 0;
+    // The server is stopping: calls in progress should return soon (an error is fine). Called before the
+    // HTTP server drains its handlers; the provider is destroyed after.
+    virtual void shutdown() {}
 };
 
 class ToolRegistry {
@@ -42,6 +45,9 @@ public:
     std::vector<Json> list() const;
     // The provider of `name`, or nullptr.
     ToolProvider* find(const std::string& name) const;
+    void shutdown() {
+        for (auto& p : providers_) p->shutdown();
+    }
 
 private:
     std::vector<std::unique_ptr<ToolProvider>> providers_;
