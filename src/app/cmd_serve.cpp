@@ -76,12 +76,15 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     p.i32("-to,--timeout", &s.timeout_s, "write timeout in seconds (reads: 5 s idle, headers 10 s, body 60 s) [600]", 1,
           86400);
     p.custom("--cors-origins", "LIST",
-             "browser origins allowed with credentials, comma list; * any origin without "
-             "credentials; localhost: any origin on this machine [any origin, no credentials]",
+             "browser origins allowed, comma list; * any origin; localhost: any origin on this machine [*]",
              [&o](const std::string& v) {
                  o.srv.cors_origins = split_commas(v);
                  o.cors_origins_given = true;
              });
+    p.flag("--cors-credentials", &s.cors_credentials,
+           "allowed origins get Access-Control-Allow-Credentials: true (llama-server's default) [on]");
+    p.action("--no-cors-credentials", "never Access-Control-Allow-Credentials (Bee has no cookie or HTTP auth)",
+             [&s] { s.cors_credentials = false; });
     p.custom("--max-body-bytes", "N", "largest request body accepted [16777216]", [&s](const std::string& v) {
         char* end = nullptr;
         const long long x = strtoll(v.c_str(), &end, 10);

@@ -31,7 +31,8 @@ struct ServerParams {
     std::vector<std::string> api_keys;      // empty: no authentication
     int32_t threads_http = -1;              // most HTTP worker threads (-1: 1024; they grow with the connections)
     int32_t timeout_s = 600;                // write timeout per connection (reads: see ConnLimits)
-    std::vector<std::string> cors_origins;  // --cors-origins: empty: any origin without credentials
+    std::vector<std::string> cors_origins;  // --cors-origins: empty: any origin
+    bool cors_credentials = true;           // --cors-credentials: allowed origins may send credentials
     size_t max_body_bytes = 16u << 20;      // larger request bodies get 413
     bool metrics = false;                   // GET /metrics
     bool slots = true;                      // GET /slots

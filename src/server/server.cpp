@@ -122,8 +122,9 @@ int check_body_framing(const httplib::Request& req, size_t max_body, std::string
     return 0;
 }
 
-// CORS: the Origin echoed back for any origin without credentials by default; with --cors-origins only
-// for the listed ones, and with credentials only for an origin listed by name (not by `*`).
+// CORS: the Origin echoed back for any origin by default, with --cors-origins only for the listed ones
+// (`*`: any), and Access-Control-Allow-Credentials: true with it unless --no-cors-credentials, as
+// llama-server (Bee authenticates by API key header only, never by cookie).
 // llama-server's `--cors-origins localhost`: an origin whose host is localhost, 127.0.0.1 or [::1], any
 // scheme and port ("http://localhost:8080"; not "http://localhost.evil.com").
 bool is_localhost_origin(const std::string& origin) {
@@ -150,7 +151,7 @@ void set_cors_headers(const ServerParams& p, const httplib::Request& req, httpli
     if (!named && !any) return;
     res.set_header("Access-Control-Allow-Origin", origin);
     res.set_header("Vary", "Origin");
-    if (named) res.set_header("Access-Control-Allow-Credentials", "true");
+    if (p.cors_credentials) res.set_header("Access-Control-Allow-Credentials", "true");
     if (preflight) {
         res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");  // llama-server's default
         res.set_header("Access-Control-Allow-Headers", "*");

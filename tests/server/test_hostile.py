@@ -25,7 +25,7 @@ def slot_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def srv(slot_dir):
-    """Two slots, metrics, slot files; default CORS (any origin, no credentials)."""
+    """Two slots, metrics, slot files; default CORS (any origin, with credentials as llama-server)."""
     s = Server("-c", "2048", "-np", "2", "--metrics", "--slot-save-path", slot_dir)
     s.rss0 = rss_mib(s)  # after loading: what every hostile request is measured against
     yield s
@@ -392,11 +392,11 @@ def test_auth_exact_bytes(keyed, line, status):
         assert body["error"]["code"] == 401 and body["error"]["type"] == "authentication_error"
 
 
-def test_cors_default_any_origin_without_credentials(srv):
+def test_cors_default_any_origin_with_credentials_as_llama_server(srv):
     code, headers, _ = http("OPTIONS", srv.url(CHAT), headers={"Origin": "https://evil.example"})
     assert code in (200, 204)
     assert headers.get("Access-Control-Allow-Origin") == "https://evil.example"
-    assert "Access-Control-Allow-Credentials" not in headers
+    assert headers.get("Access-Control-Allow-Credentials") == "true"
 
 
 def test_cors_allowed_origin_gets_credentials(keyed):
@@ -411,14 +411,13 @@ def test_cors_allowed_origin_gets_credentials(keyed):
     still_serving_keyed(keyed)
 
 
-def test_cors_star_never_credentials():
-    s = Server("-c", "512", "-np", "1", "--cors-origins", "*,https://good.example")
+def test_no_cors_credentials():
+    s = Server("-c", "512", "-np", "1", "--cors-origins", "*,https://good.example", "--no-cors-credentials")
     try:
-        _, headers, _ = http("OPTIONS", s.url(CHAT), headers={"Origin": "https://other.example"})
-        assert headers.get("Access-Control-Allow-Origin") == "https://other.example"
-        assert "Access-Control-Allow-Credentials" not in headers
-        _, headers, _ = http("OPTIONS", s.url(CHAT), headers={"Origin": "https://good.example"})
-        assert headers.get("Access-Control-Allow-Credentials") == "true"
+        for origin in ("https://other.example", "https://good.example"):
+            _, headers, _ = http("OPTIONS", s.url(CHAT), headers={"Origin": origin})
+            assert headers.get("Access-Control-Allow-Origin") == origin
+            assert "Access-Control-Allow-Credentials" not in headers
     finally:
         s.stop()
 
