@@ -17,6 +17,14 @@ SMOLLM = ROOT / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA = ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"
 
 
+def synth_qwen35(out, seed):
+    """The tiny synthetic hybrid qwen35 (random f32 weights, an MTP block, deepseek-coder's vocabulary) at out."""
+    vocab = ROOT / ".." / "shared" / "data" / "vocab" / "ggml-vocab-deepseek-coder.gguf"
+    subprocess.run([str(BEE), "gguf", "synth", str(out), "--shape", "qwen35-tiny", "--type", "f32", "--vocab",
+                    str(vocab), "--seed", str(seed)], check=True, capture_output=True)
+    return out
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

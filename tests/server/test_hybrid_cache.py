@@ -4,13 +4,10 @@
 # prompt took the slot, restarts there (--ctx-checkpoints 0: from the start) with the cold output; slot
 # files save and restore the recurrent state (at the slot's end), and the restored slot continues as the
 # uninterrupted one.
-import subprocess
-
 import pytest
 
-from conftest import BEE, ROOT, Server
+from conftest import Server, synth_qwen35
 
-VOCAB_DSC = ROOT / ".." / "shared" / "data" / "vocab" / "ggml-vocab-deepseek-coder.gguf"
 A = "The three primary colors are red, yellow and blue. " * 6
 OTHER = "Rivers run to the sea and the sea is never full. " * 6
 GEN = {"n_predict": 8, "temperature": 0, "id_slot": 0, "cache_prompt": True}
@@ -18,10 +15,7 @@ GEN = {"n_predict": 8, "temperature": 0, "id_slot": 0, "cache_prompt": True}
 
 @pytest.fixture(scope="module")
 def q35(tmp_path_factory):
-    out = tmp_path_factory.mktemp("hybrid") / "q35.gguf"
-    subprocess.run([str(BEE), "gguf", "synth", str(out), "--shape", "qwen35-tiny", "--type", "f32", "--vocab",
-                    str(VOCAB_DSC), "--seed", "11"], check=True, capture_output=True)
-    return out
+    return synth_qwen35(tmp_path_factory.mktemp("hybrid") / "q35.gguf", 11)
 
 
 def completion(s, prompt):

@@ -3,23 +3,18 @@
 # ngram-mod,draft-mtp and with no --spec-type (the block chosen by itself) the tokens of the same server
 # without speculation. Random weights: only exactness is checked, not acceptance.
 import concurrent.futures
-import subprocess
 
 import pytest
 
-from conftest import BEE, ROOT, Server
+from conftest import Server, synth_qwen35
 
-VOCAB_DSC = ROOT / ".." / "shared" / "data" / "vocab" / "ggml-vocab-deepseek-coder.gguf"
 PROMPTS = ["one two three one two three one two", "a b c d e f g", "the cat sat on the mat. " * 3, "x"]
 ARGS = ["-c", "2048", "-np", "4", "-t", "2"]
 
 
 @pytest.fixture(scope="module")
 def q35(tmp_path_factory):
-    out = tmp_path_factory.mktemp("mtp") / "q35.gguf"
-    subprocess.run([str(BEE), "gguf", "synth", str(out), "--shape", "qwen35-tiny", "--type", "f32", "--vocab",
-                    str(VOCAB_DSC), "--seed", "7"], check=True, capture_output=True)
-    return out
+    return synth_qwen35(tmp_path_factory.mktemp("mtp") / "q35.gguf", 7)
 
 
 def run_all(server):
