@@ -334,8 +334,8 @@ size_t Scheduler::reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size
 }
 
 // With a unified KV cache the slots share cells: make room by dropping idle slots' caches (kept in the RAM
-// prompt cache first, with --cache-ram), and if the
-// generating slots alone no longer fit, end the newest ones with llama.cpp's error.
+// prompt cache first, with --cache-ram), and if the generating slots alone no longer fit, end the newest
+// ones with llama.cpp's error.
 void Scheduler::make_room(int rows_needed) {
     const KvCache& kv = eng_.kv();
     auto free_cells = [&] { return kv.n_cells() - kv.n_used(); };
