@@ -182,7 +182,8 @@ void handle_stream_get(StreamSessions& sessions, const httplib::Request& req, ht
         throw HttpError(400, "invalid_request_error", "Stream offset lost, please restart");
     auto offset = std::make_shared<size_t>(from);
     res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider("text/event-stream", [s, offset](size_t, httplib::DataSink& sink) {
+    // note: httplib calls the provider only while it writes this response, when `req` is still alive
+    res.set_chunked_content_provider("text/event-stream", [s, offset, &req](size_t, httplib::DataSink& sink) {
         std::string out;
         switch (s->read(*offset, out, 200)) {
             case StreamSession::Read::lost: return false;  // overtaken by the size cap while reading
@@ -190,7 +191,8 @@ void handle_stream_get(StreamSessions& sessions, const httplib::Request& req, ht
             case StreamSession::Read::data: break;
         }
         *offset += out.size();
-        return out.empty() || sink.write(out.data(), out.size());
+        if (out.empty()) return !peer_closed(req);  // nothing new: stop waiting for a reader that left
+        return sink.write(out.data(), out.size());
     });
 }
 

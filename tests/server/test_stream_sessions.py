@@ -285,3 +285,18 @@ def test_an_oversized_conversation_id_streams_without_a_session(server):
     status, sent = chat_stream(server, long_id)
     assert status == 200 and sent.endswith(b"data: [DONE]\n\n")
     assert lookup(server, [long_id]) == []
+
+
+def test_router_resume_answers_retry_later_while_the_model_loads(router):
+    http("POST", router.url("/models/unload"), {"model": GEMMA_ID})  # whichever is loaded: Gemma must load now
+    drop = threading.Thread(target=drop_after_first_chunk, args=(router, "r-load", {
+        "model": GEMMA_ID, "messages": HELLO, "stream": True, "max_tokens": 4}))
+    drop.start()
+    seen, deadline = [], time.time() + 60
+    while not seen or seen[-1] != 200:
+        assert time.time() < deadline, seen
+        status, data = replay(router, "r-load")
+        seen.append(status)
+    drop.join()
+    assert 503 in seen
+    assert data.endswith(b"data: [DONE]\n\n")
