@@ -15,6 +15,7 @@
 #include "model/pooling.h"
 #include "runtime/scheduler.h"
 #include "sample/sampler.h"
+#include "server/stream_sessions.h"
 #include "server/tools.h"
 
 namespace bee::server {
@@ -93,6 +94,8 @@ struct ServerContext {
     // --sleep-idle-seconds (server/idle_sleep.h): set once loading is done. model, engine and scheduler are
     // null while the server sleeps: a handler that uses them holds sleep->hold() (register_model_routes).
     std::unique_ptr<IdleSleep> sleep;
+    // X-Conversation-Id's resumable streams (server/stream_sessions); shared with the readers' responses
+    std::shared_ptr<StreamSessions> streams = std::make_shared<StreamSessions>();
 
     // Stops for good: no more wake-ups, the scheduler's waiting requests get their error.
     void shutdown();

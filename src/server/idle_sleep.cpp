@@ -30,6 +30,7 @@ ServerContext::~ServerContext() {
 void ServerContext::shutdown() {
     if (sleep) sleep->stop();
     if (scheduler) scheduler->shutdown();
+    if (streams) streams->close_all();
 }
 
 IdleSleep::IdleSleep(ServerContext& ctx, int32_t idle_seconds)

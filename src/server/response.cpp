@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/timer.h"
+#include "server/stream_sessions.h"
 
 namespace bee::server {
 
@@ -228,7 +229,7 @@ Json native_probs(const std::vector<TokenInfo>& tokens, const Tokenizer& tok) { 
 
 namespace {
 
-// The state of one SSE response; lives as long as httplib keeps calling the provider.
+// The state of one SSE response; lives as long as httplib keeps the provider (and its releaser).
 struct StreamState {
     std::vector<std::shared_ptr<Task>> tasks;
     std::vector<StreamFormat> fmts;  // fmts[i] formats tasks[i]
@@ -237,73 +238,67 @@ struct StreamState {
     std::vector<bool> task_done;
     size_t n_done = 0;
     bool started = false, finished = false;
+    // X-Conversation-Id's session (server/stream_sessions): every byte sent is kept there too, and the
+    // generation outlives its client; only a stop (DELETE /v1/stream, a newer request of the id) ends it.
+    std::shared_ptr<StreamSession> session;
+    ~StreamState() {
+        if (session) session->finish();
+    }
     void cancel_all() {
         for (const auto& t : tasks) t->channel->cancel();
     }
 };
 
-bool write_all(httplib::DataSink& sink, const std::vector<Json>& payloads, const StreamFormat& fmt) {
+void write_all(std::string& out, const std::vector<Json>& payloads, const StreamFormat& fmt) {
     for (const Json& j : payloads) {
-        std::string s = sse_data(j);
         if (fmt.event_names && j.contains("type") && j["type"].is_string())
-            s = "event: " + j["type"].get<std::string>() + "\n" + s;
-        if (!sink.write(s.data(), s.size())) return false;
+            out += "event: " + j["type"].get<std::string>() + "\n";
+        out += sse_data(j);
     }
-    return true;
 }
 
-// Task i's events; sets st.finished on an error or when the last task ends.
-bool pump_events(StreamState& st, size_t i, const std::vector<TaskEvent>& evs, httplib::DataSink& sink) {
+// Task i's events into `out`; sets st.finished on an error or when the last task ends.
+void pump_events(StreamState& st, size_t i, const std::vector<TaskEvent>& evs, std::string& out) {
     const StreamFormat& fmt = st.fmts[i];
     for (const TaskEvent& e : evs) {
-        bool ok = true;
         if (e.kind == TaskEvent::error) {
-            ok = write_all(sink, {fmt.error ? fmt.error(e) : error_json(e.http_status, e.error_type, e.error_message)},
-                           fmt);
+            write_all(out, {fmt.error ? fmt.error(e) : error_json(e.http_status, e.error_type, e.error_message)}, fmt);
             st.finished = true;
             st.cancel_all();
         } else if (e.has_progress) {
             if (fmt.progress) {
                 Json j = fmt.progress(e);
                 if (e.has_timings) j["timings"] = timings_json(e.finish);
-                ok = write_all(sink, {j}, fmt);
+                write_all(out, {j}, fmt);
             }
         } else {
             if (!e.content.empty() || !e.reasoning.empty() || !e.tokens.empty()) {
                 std::vector<Json> chunks = fmt.delta(e);
                 if (e.has_timings && !chunks.empty()) chunks.back()["timings"] = timings_json(e.finish);
-                ok = write_all(sink, chunks, fmt);
+                write_all(out, chunks, fmt);
             }
-            if (ok && e.kind == TaskEvent::done) {
-                ok = write_all(sink, fmt.done(e.finish), fmt);
+            if (e.kind == TaskEvent::done) {
+                write_all(out, fmt.done(e.finish), fmt);
                 st.finish[i] = e.finish;
                 st.task_done[i] = true;
                 if (++st.n_done == st.tasks.size()) {
-                    if (ok && st.after_all) ok = write_all(sink, st.after_all(st.finish), fmt);
-                    if (ok && fmt.done_sentinel) {
-                        static const char kDone[] = "data: [DONE]\n\n";
-                        ok = sink.write(kDone, sizeof kDone - 1);
-                    }
+                    if (st.after_all) write_all(out, st.after_all(st.finish), fmt);
+                    if (fmt.done_sentinel) out += "data: [DONE]\n\n";
                     st.finished = true;
                 }
             }
         }
-        if (!ok) return false;
-        if (st.finished) {
-            sink.done();
-            return true;
-        }
+        if (st.finished) return;
     }
-    return true;
 }
 
-// One provider call: sends what the scheduler produced since the last call (or waits a little).
-bool pump(StreamState& st, httplib::DataSink& sink) {
-    if (st.finished) return false;
+// What the scheduler produced since the last call (waits a little for it), as SSE bytes in `out`; the
+// session keeps a copy.
+void pump(StreamState& st, std::string& out) {
     if (!st.started) {
         st.started = true;
         for (const StreamFormat& f : st.fmts)
-            if (f.start && !write_all(sink, f.start(), f)) return false;
+            if (f.start) write_all(out, f.start(), f);
     }
     size_t first = 0;  // wait on the first unfinished task; poll the others
     while (st.task_done[first]) first++;
@@ -311,18 +306,30 @@ bool pump(StreamState& st, httplib::DataSink& sink) {
         if (st.task_done[i]) continue;
         std::vector<TaskEvent> evs;
         if (!st.tasks[i]->channel->pop_all(evs, i == first ? 200 : 0)) continue;
-        if (!pump_events(st, i, evs, sink)) return false;
+        pump_events(st, i, evs, out);
     }
-    return true;
+    if (st.session) st.session->append(out);
+}
+
+// A session whose client left: the rest of the generation goes to the session alone (on the HTTP
+// worker that served the request), unless it is stopped meanwhile.
+void drain_into_session(StreamState& st) {
+    std::string out;
+    while (!st.finished && !st.session->cancelled()) {
+        out.clear();
+        pump(st, out);
+    }
 }
 
 }  // namespace
 
-void stream_tasks(ServerContext& ctx, httplib::Response& res, std::vector<std::shared_ptr<Task>> tasks,
-                  std::vector<StreamFormat> fmts,
+void stream_tasks(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
+                  std::vector<std::shared_ptr<Task>> tasks, std::vector<StreamFormat> fmts,
                   std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all) {
-    for (const auto& t : tasks) ctx.scheduler->submit(t);
     auto st = std::make_shared<StreamState>();
+    const std::string conv_id = conversation_id(req);
+    if (!conv_id.empty() && ctx.streams) st->session = ctx.streams->create(conv_id);
+    for (const auto& t : tasks) ctx.scheduler->submit(t);
     st->finish.resize(tasks.size());
     st->task_done.assign(tasks.size(), false);
     st->tasks = std::move(tasks);
@@ -332,17 +339,35 @@ void stream_tasks(ServerContext& ctx, httplib::Response& res, std::vector<std::s
     res.set_chunked_content_provider(
         "text/event-stream",
         [st](size_t, httplib::DataSink& sink) {
-            const bool ok = pump(*st, sink);
-            if (!ok && !st->finished) st->cancel_all();  // the client went away
-            return ok;
+            if (st->finished) return false;
+            if (st->session && st->session->cancelled()) {  // stopped: end this stream too
+                st->cancel_all();
+                st->finished = true;
+                sink.done();
+                return true;
+            }
+            std::string out;
+            pump(*st, out);
+            if (!out.empty() && !sink.write(out.data(), out.size())) {
+                if (!st->session) st->cancel_all();  // the client went away (with a session: see the releaser)
+                return false;
+            }
+            if (st->finished) {
+                if (st->session) st->session->finish();
+                sink.done();
+            }
+            return true;
         },
-        [st](bool success) {
-            if (!success || !st->finished) st->cancel_all();
+        [st](bool) {
+            if (!st->finished && st->session) drain_into_session(*st);
+            if (!st->finished) st->cancel_all();
+            if (st->session) st->session->finish();
         });
 }
 
-void stream_task(ServerContext& ctx, httplib::Response& res, std::shared_ptr<Task> task, StreamFormat fmt) {
-    stream_tasks(ctx, res, {std::move(task)}, {std::move(fmt)});
+void stream_task(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, std::shared_ptr<Task> task,
+                 StreamFormat fmt) {
+    stream_tasks(ctx, req, res, {std::move(task)}, {std::move(fmt)});
 }
 
 std::string random_id(const char* prefix) {

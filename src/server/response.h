@@ -68,12 +68,15 @@ struct StreamFormat {
     std::function<Json(const TaskEvent&)> error;  // an error event's payload (unset: error_json)
 };
 
-// Submits the task and streams it. A failed write (client gone) cancels the task.
-void stream_task(ServerContext& ctx, httplib::Response& res, std::shared_ptr<Task> task, StreamFormat fmt);
+// Submits the task and streams it. A failed write (client gone) cancels the task, unless the request
+// carries X-Conversation-Id: then the stream is kept as a session (server/stream_sessions) and the
+// generation runs to its end for a client that comes back.
+void stream_task(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, std::shared_ptr<Task> task,
+                 StreamFormat fmt);
 // n choices in one stream: fmts[i] formats tasks[i] (their start chunks go first, in order); once every
 // task is done, `after_all` adds closing payloads (the usage chunk), then fmts[0]'s [DONE] if any.
-void stream_tasks(ServerContext& ctx, httplib::Response& res, std::vector<std::shared_ptr<Task>> tasks,
-                  std::vector<StreamFormat> fmts,
+void stream_tasks(ServerContext& ctx, const httplib::Request& req, httplib::Response& res,
+                  std::vector<std::shared_ptr<Task>> tasks, std::vector<StreamFormat> fmts,
                   std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all = {});
 
 // The `after_all` of an n-choice OpenAI stream that asked for usage: one chunk (`empty_chunk`, a chunk

@@ -13,6 +13,11 @@ RouteTable& RouteTable::Post(const std::string& pattern, Handler handler) {
     return *this;
 }
 
+RouteTable& RouteTable::Delete(const std::string& pattern, Handler handler) {
+    routes_.push_back({"DELETE", pattern, std::move(handler)});
+    return *this;
+}
+
 const RouteTable::Handler* RouteTable::find(const std::string& method, const std::string& pattern) const {
     for (const Route& r : routes_)
         if (r.method == method && r.pattern == pattern) return &r.handler;
@@ -26,6 +31,7 @@ void RouteTable::wrap(const std::function<Handler(const Route&)>& wrap) {
 void RouteTable::install(httplib::Server& svr) const {
     for (const Route& r : routes_) {
         if (r.method == "GET") svr.Get(r.pattern, r.handler);
+        else if (r.method == "DELETE") svr.Delete(r.pattern, r.handler);
         else svr.Post(r.pattern, r.handler);
     }
 }

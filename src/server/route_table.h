@@ -14,7 +14,7 @@ class RouteTable {
 public:
     using Handler = httplib::Server::Handler;
     struct Route {
-        std::string method;   // "GET" or "POST"
+        std::string method;   // "GET", "POST" or "DELETE"
         std::string pattern;  // httplib's: a path or a regex over the path
         Handler handler;
     };
@@ -22,6 +22,7 @@ public:
     // note: named as httplib::Server's, so a route group registers on either with the same calls.
     RouteTable& Get(const std::string& pattern, Handler handler);
     RouteTable& Post(const std::string& pattern, Handler handler);
+    RouteTable& Delete(const std::string& pattern, Handler handler);
 
     // The handler of (method, pattern), or null.
     const Handler* find(const std::string& method, const std::string& pattern) const;

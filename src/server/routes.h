@@ -21,6 +21,7 @@ void register_anthropic_routes(RouteTable& svr, ServerContext& ctx);   // /v1/me
 void register_responses_routes(RouteTable& svr, ServerContext& ctx);   // /v1/responses (OpenAI)
 void register_embedding_routes(RouteTable& svr, ServerContext& ctx);   // /v1/embeddings /embedding(s) /rerank
 void register_lora_routes(RouteTable& svr, ServerContext& ctx);        // /lora-adapters
+void register_stream_routes(RouteTable& svr, ServerContext& ctx);      // /v1/stream /v1/streams/lookup
 // Every group above, bound to one model's context (the whole API of a single-model server).
 void register_model_routes(RouteTable& svr, ServerContext& ctx);
 // One /v1/models entry for the loaded model: id, object, created, owned_by, meta (while the server

@@ -13,7 +13,7 @@ void handle_messages(ServerContext& ctx, const httplib::Request& req, httplib::R
     const TranslatedChatRequest ar = read_anthropic_request(ctx, parse_body(req));
     const std::string id = random_id("msg_");
     if (ar.stream) {
-        stream_task(ctx, res, ar.task, anthropic_stream_format(ctx, ar.chat, id));
+        stream_task(ctx, req, res, ar.task, anthropic_stream_format(ctx, ar.chat, id));
         return;
     }
     const TaskResult r = run_task(ctx, req, ar.task);

@@ -29,7 +29,7 @@ void handle_chat(ServerContext& ctx, const httplib::Request& req, httplib::Respo
     std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
     if (cr.include_usage && cr.n > 1)  // one usage chunk for all the choices
         after_all = usage_after_all(chat_chunk(ctx, id, created, Json::array()));
-    stream_tasks(ctx, res, cr.tasks, std::move(fmts), std::move(after_all));
+    stream_tasks(ctx, req, res, cr.tasks, std::move(fmts), std::move(after_all));
 }
 
 // The prompt's token count, as /v1/chat/completions would run it (template, tools); llama-server's shape.

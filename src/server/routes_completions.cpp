@@ -25,7 +25,7 @@ void complete_native(ServerContext& ctx, const httplib::Request& req, httplib::R
     }
     std::vector<StreamFormat> fmts;
     for (size_t i = 0; i < tasks.size(); i++) fmts.push_back(native_stream_format(ctx, tasks[i], i));
-    stream_tasks(ctx, res, tasks, std::move(fmts));
+    stream_tasks(ctx, req, res, tasks, std::move(fmts));
 }
 
 namespace {
@@ -48,7 +48,7 @@ void handle_oai(ServerContext& ctx, const httplib::Request& req, httplib::Respon
     std::function<std::vector<Json>(const std::vector<FinishInfo>&)> after_all;
     if (cr.include_usage && total > 1)  // one usage chunk for all the choices
         after_all = usage_after_all(oai_text_chunk(ctx, id, created, Json::array()), (size_t)cr.n);
-    stream_tasks(ctx, res, cr.tasks, std::move(fmts), std::move(after_all));
+    stream_tasks(ctx, req, res, cr.tasks, std::move(fmts), std::move(after_all));
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ void handle_responses(ServerContext& ctx, const httplib::Request& req, httplib::
     const TranslatedChatRequest rr = read_responses_request(ctx, parse_body(req));
     const std::string id = random_id("resp_");
     if (rr.stream) {
-        stream_task(ctx, res, rr.task, responses_stream_format(ctx, rr.chat, id));
+        stream_task(ctx, req, res, rr.task, responses_stream_format(ctx, rr.chat, id));
         return;
     }
     const int64_t created = (int64_t)time(nullptr);

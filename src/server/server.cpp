@@ -173,11 +173,13 @@ void register_model_routes(RouteTable& svr, ServerContext& ctx) {
     register_responses_routes(svr, ctx);
     register_embedding_routes(svr, ctx);
     register_lora_routes(svr, ctx);
+    register_stream_routes(svr, ctx);
     // --sleep-idle-seconds: every route but the read-only ones holds the model awake (waking it first) until
     // its response is sent; a streamed reply is written after the handler returns, so the hold goes with it.
     svr.wrap([&ctx](const RouteTable::Route& r) -> RouteTable::Handler {
         const bool read_only =
-            r.method == "GET" && (is_public_path(r.pattern) || r.pattern == "/props" || r.pattern == "/metrics");
+            (r.method == "GET" && (is_public_path(r.pattern) || r.pattern == "/props" || r.pattern == "/metrics")) ||
+            r.pattern == "/v1/stream" || r.pattern == "/v1/streams/lookup";  // a session, not the model
         if (read_only) return r.handler;
         return guarded([&ctx, inner = r.handler](const httplib::Request& req, httplib::Response& res) {
             IdleSleep::Hold hold = ctx.sleep ? ctx.sleep->hold() : nullptr;
