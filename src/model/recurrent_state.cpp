@@ -46,8 +46,15 @@ bool RecurrentState::add_checkpoint(int seq, int32_t p, int32_t end) {
     Seq& s = seqs_[seq];
     for (const Seq::Checkpoint& c : s.cps)
         if (std::abs(c.pos - p) < kCheckpointMinGap) return false;
-    keep_checkpoint(s, p, state_at(seq, p, end));
+    keep_checkpoint(s, p, has_capture(seq, p) ? s.capture : state_at(seq, p, end));  // copied: no replay
     return true;
+}
+
+void RecurrentState::capture_at(int seq, int32_t pos) {
+    Seq& s = seqs_[seq];
+    s.capture_pos = pos;
+    s.captured = false;
+    if (pos >= 0 && s.capture.empty()) s.capture.assign((size_t)seq_floats(), 0.0f);
 }
 
 std::vector<int32_t> RecurrentState::checkpoints(int seq) const {
@@ -85,6 +92,8 @@ void RecurrentState::begin_batch(int seq, int32_t pos0, int n) {
     if (cp_every_ > 0 && cp_max_ > 0 && pos0 >= kCheckpointMinPos &&
         pos0 - (s.cps.empty() ? 0 : s.cps.back().pos) >= cp_every_)
         keep_checkpoint(s, pos0, s.cur);
+    // the forward copies the state before the capture row if this batch has it (a later batch keeps it)
+    if (s.capture_pos >= pos0 && s.capture_pos < pos0 + n) s.captured = true;
     if (n < 2 || n_keep_ == 0) return;
     const int keep = std::min(n, n_keep_);
     s.base_pos = pos0 + n - keep;
@@ -150,6 +159,7 @@ void RecurrentState::cut(int seq, int32_t p, int32_t end) {
         s.n_tape = 0;
     }
     while (!s.cps.empty() && s.cps.back().pos > p) s.cps.pop_back();
+    if (s.capture_pos > p) s.capture_pos = -1, s.captured = false;
 }
 
 std::vector<float> RecurrentState::state_at(int seq, int32_t p, int32_t end) const {
@@ -174,6 +184,8 @@ void RecurrentState::set_state(int seq, const std::vector<float>& st) {
     s.base_pos = -1;
     s.n_tape = 0;
     s.cps.clear();
+    s.capture_pos = -1;
+    s.captured = false;
 }
 
 void RecurrentState::clear(int seq) {
@@ -182,6 +194,8 @@ void RecurrentState::clear(int seq) {
     s.base_pos = -1;
     s.n_tape = 0;
     s.cps.clear();
+    s.capture_pos = -1;
+    s.captured = false;
 }
 
 void RecurrentState::clear_all() {

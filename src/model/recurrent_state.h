@@ -47,12 +47,20 @@ public:
     float* base_conv(int seq, int rl) { return seqs_[seq].base.data() + (int64_t)rl * layer_floats(); }
     float* base_ssm(int seq, int rl) { return base_conv(seq, rl) + shape_.conv_floats(); }
     float* tape_row(int seq, int rl, int32_t pos);
+    // A copy of the state before the row at capture_pos(seq) (-1: none), taken by the forward like the tape's
+    // base: a checkpoint there (add_checkpoint) then needs no replay. Set with capture_at before the batch.
+    int32_t capture_pos(int seq) const { return seqs_[seq].capture_pos; }
+    float* capture_conv(int seq, int rl) { return seqs_[seq].capture.data() + (int64_t)rl * layer_floats(); }
+    float* capture_ssm(int seq, int rl) { return capture_conv(seq, rl) + shape_.conv_floats(); }
+    void capture_at(int seq, int32_t pos);
+    bool has_capture(int seq, int32_t pos) const { return seqs_[seq].captured && seqs_[seq].capture_pos == pos; }
 
     // Checkpoints: at most max_per_seq per sequence (0: none; the oldest go first), one taken by begin_batch
     // when a batch starts every_n positions or more past the sequence's last one (<= 0: never by itself).
     void set_checkpoint_limits(int max_per_seq, int every_n);
     int max_checkpoints() const { return cp_max_; }
-    // Keeps the state after position p - 1 as a checkpoint; p must be a cut point below or at end. Returns
+    // Keeps the state after position p - 1 as a checkpoint; p must be a cut point below or at end, or the
+    // captured position (has_capture: copied, not replayed). Returns
     // false (and keeps nothing) when checkpoints are off, p < kCheckpointMinPos, or another is within
     // kCheckpointMinGap positions of p.
     bool add_checkpoint(int seq, int32_t p, int32_t end);
@@ -80,11 +88,14 @@ public:
 
 private:
     struct Seq {
-        std::vector<float> cur;   // seq_floats()
-        int32_t base_pos = -1;    // the checkpoint: the state before this position
-        int32_t n_tape = 0;       // positions base_pos .. base_pos + n_tape - 1 are on the tape
-        std::vector<float> base;  // seq_floats(), taken on first use
-        std::vector<float> tape;  // (n_keep, n_layers, tape_floats)
+        std::vector<float> cur;      // seq_floats()
+        int32_t base_pos = -1;       // the checkpoint: the state before this position
+        int32_t n_tape = 0;          // positions base_pos .. base_pos + n_tape - 1 are on the tape
+        std::vector<float> base;     // seq_floats(), taken on first use
+        std::vector<float> tape;     // (n_keep, n_layers, tape_floats)
+        int32_t capture_pos = -1;    // the forward copies the state before this row into `capture`
+        bool captured = false;       // `capture` holds the state before capture_pos
+        std::vector<float> capture;  // seq_floats(), taken on first use
         struct Checkpoint {
             int32_t pos;               // the state after position pos - 1
             std::vector<float> state;  // seq_floats()

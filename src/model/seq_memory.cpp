@@ -143,8 +143,12 @@ bool SeqMemory::fill_repeating(int seq, int n) {
 }
 
 bool SeqMemory::checkpoint(int seq, int32_t p) {
-    if (!rs_ || p > n_pos(seq) || cut_point(seq, p) != p) return false;
+    if (!rs_ || p > n_pos(seq) || (cut_point(seq, p) != p && !rs_->has_capture(seq, p))) return false;
     return rs_->add_checkpoint(seq, p, n_pos(seq));
+}
+
+void SeqMemory::checkpoint_ahead(int seq, int32_t p) {
+    if (rs_ && rs_->max_checkpoints() > 0) rs_->capture_at(seq, p);
 }
 
 std::vector<int32_t> SeqMemory::checkpoints(int seq) const {

@@ -79,9 +79,12 @@ public:
     bool load(int seq, const SeqState& st);
 
     // Checkpoints (recurrent state only; model/recurrent_state.h): keeps the state of `seq` at p, which must
-    // be a cut point, so later cuts down to p are exact. False when the memory has no recurrent state,
+    // be a cut point (or the position checkpoint_ahead asked for), so later cuts down to p are exact. False when the memory has no recurrent state,
     // checkpoints are off, or one is already near p. The positions of those kept, ascending.
     bool checkpoint(int seq, int32_t p);
+    // The coming batches copy the state at p (p >= the sequence's end) as the forward passes it, so a
+    // checkpoint there costs no replay. Nothing without recurrent state or with checkpoints off.
+    void checkpoint_ahead(int seq, int32_t p);
     std::vector<int32_t> checkpoints(int seq) const;
 
     // Benchmarks of deep contexts: extends `seq` (which holds positions [0, n_pos)) by n positions whose

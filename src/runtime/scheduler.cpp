@@ -241,6 +241,9 @@ void Scheduler::start_on_slot(Slot& s, std::shared_ptr<Task> t, double now) {
     keep = (size_t)eng_.memory().cut_point(s.id(), (int32_t)keep);
     eng_.memory().cut(s.id(), (int32_t)keep);
     s.cache.resize(keep);
+    // --ctx-checkpoints: the forward copies the state kCheckpointTail tokens before the prompt's end
+    if ((int32_t)t->prompt.size() - kCheckpointTail > (int32_t)keep)
+        eng_.memory().checkpoint_ahead(s.id(), (int32_t)t->prompt.size() - kCheckpointTail);
     use_lora(s, lora);
     s.t_last_used = now;
     BEE_LOG_DEBUG("slot %d: task %llu, prompt %zu tokens, %zu cached", s.id(), (unsigned long long)t->id,
@@ -257,16 +260,20 @@ void Scheduler::use_lora(Slot& s, const std::vector<float>& lora) {
 }
 
 // --ctx-checkpoints: a sequence with recurrent state keeps its state a few tokens before the end of each
-// prompt (taken from the rows its last batch kept), so the next prompt of a conversation, which often leaves
+// prompt (copied by the forward as it passes that row), so the next prompt of a conversation, which often leaves
 // this one near its end (a chat template's generation prompt, a reasoning block left out of the history),
 // restarts there instead of from the start. Periodic checkpoints come from the memory (begin_batch).
 void Scheduler::checkpoint_prompt_end(Slot& s) {
-    constexpr int32_t kTail = 4;  // llama-server's offset before the prompt end
     SeqMemory& mem = eng_.memory();
-    if (!mem.recurrent() || s.cache.size() <= (size_t)kTail) return;
-    const int32_t p = mem.cut_point(s.id(), (int32_t)s.cache.size() - kTail);
-    if (mem.checkpoint(s.id(), p))
-        BEE_LOG_DEBUG("slot %d: checkpoint at position %d (%zu kept)", s.id(), p, mem.checkpoints(s.id()).size());
+    if (!mem.recurrent() || s.cache.size() <= (size_t)kCheckpointTail) return;
+    // the state the forward copied there (start_on_slot asked for it) or the tape reaches, else the nearest
+    // position the tape reaches below it
+    const int32_t want = (int32_t)s.cache.size() - kCheckpointTail;
+    for (int32_t p : {want, mem.cut_point(s.id(), want)})
+        if (mem.checkpoint(s.id(), p)) {
+            BEE_LOG_DEBUG("slot %d: checkpoint at position %d (%zu kept)", s.id(), p, mem.checkpoints(s.id()).size());
+            return;
+        }
 }
 
 // --cache-ram: a slot's tokens and sequence state, before they are dropped (smaller caches are cheaper to

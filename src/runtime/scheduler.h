@@ -94,6 +94,7 @@ private:
     void run_engine_action(Slot& s, Task& t, double now);
     const std::vector<float>& task_lora(const Task& t) const;
     void use_lora(Slot& s, const std::vector<float>& lora);
+    static constexpr int32_t kCheckpointTail = 4;  // llama-server's offset of a checkpoint before the prompt end
     void checkpoint_prompt_end(Slot& s);
     static constexpr size_t kRamMinTokens = 32;
     void save_to_ram(Slot& s);

@@ -268,6 +268,10 @@ void gdn_layer(ForwardCtx& c, int il, const float* xn) {
             if (c.pos[r] == rs.base_pos(s))
                 for (int i = 0; i + 1 < sh.d_conv; i++)
                     memcpy(rs.base_conv(s, rl) + i * ch + c0, rs.conv(s, rl) + i * ch + c0, (c1 - c0) * sizeof(float));
+            if (c.pos[r] == rs.capture_pos(s))
+                for (int i = 0; i + 1 < sh.d_conv; i++)
+                    memcpy(rs.capture_conv(s, rl) + i * ch + c0, rs.conv(s, rl) + i * ch + c0,
+                           (c1 - c0) * sizeof(float));
             gdn_conv(sh, rs.conv(s, rl), L.conv_taps, qkv + r * ch, conv + r * ch, c0, c1);
         }
     });
@@ -280,13 +284,17 @@ void gdn_layer(ForwardCtx& c, int il, const float* xn) {
         const int h = u % hv;
         const int64_t dd = (int64_t)d * d;
         float* ssm = rs.ssm(g.seq, rl);
-        // runs of consecutive batch rows go through the state together; a run ends before the checkpoint row
+        // runs of consecutive batch rows go through the state together; a run ends before the tape's base row
+        // and before the capture row, whose state is copied first
+        const int32_t base = rs.base_pos(g.seq), cap = rs.capture_pos(g.seq);
         for (size_t i = 0; i < g.rows.size();) {
             const int r0 = g.rows[i];
-            if (c.pos[r0] == rs.base_pos(g.seq))
-                memcpy(rs.base_ssm(g.seq, rl) + h * dd, ssm + h * dd, dd * sizeof(float));
+            if (c.pos[r0] == base) memcpy(rs.base_ssm(g.seq, rl) + h * dd, ssm + h * dd, dd * sizeof(float));
+            if (c.pos[r0] == cap) memcpy(rs.capture_ssm(g.seq, rl) + h * dd, ssm + h * dd, dd * sizeof(float));
             size_t j = i + 1;
-            while (j < g.rows.size() && g.rows[j] == g.rows[j - 1] + 1 && c.pos[g.rows[j]] != rs.base_pos(g.seq)) j++;
+            while (j < g.rows.size() && g.rows[j] == g.rows[j - 1] + 1 && c.pos[g.rows[j]] != base &&
+                   c.pos[g.rows[j]] != cap)
+                j++;
             const float* gr = gb + r0 * 2 * hv + h;
             gdn_head_tokens(sh, ssm, h, (int)(j - i), conv + r0 * ch, gr, gr + hv, 2 * hv, o + r0 * di + (int64_t)h * d,
                             di);

@@ -277,6 +277,29 @@ TEST(Qwen35, CheckpointsMakeEarlierCutsExact) {
     EXPECT_EQ(none.memory().cut_point(0, 30), 0);
 }
 
+// checkpoint_ahead: the forward copies the state as it passes the asked row, so a checkpoint there needs
+// neither a cut point nor a replay, and equals the state of a sequence that decoded only up to it.
+TEST(Qwen35, CheckpointAheadIsCopiedByTheForward) {
+    const Model* m = qwen35_tiny();
+    if (!m) return;
+    const std::vector<int32_t> toks = tokens(20, 13);
+    EngineParams ep = q35_params();
+    ep.recurrent_keep = 4;  // the tape keeps rows 16..19 only
+    Engine eng(*m, ep);
+    eng.memory().checkpoint_ahead(0, 10);
+    decode_chunks(eng, toks, 0, 0, 7);  // 10 inside the second batch [7, 14)
+    EXPECT_EQ(eng.memory().cut_point(0, 10), 0);
+    ASSERT_TRUE(eng.memory().checkpoint(0, 10));
+    EXPECT_EQ(eng.memory().cut_point(0, 12), 10);
+    eng.memory().cut(0, 10);
+    Engine ref(*m, q35_params());
+    decode_batch(ref, std::vector<int32_t>(toks.begin(), toks.begin() + 10), 0);
+    EXPECT_TRUE(same_state(eng.memory().save(0), ref.memory().save(0)));
+    Engine none(*m, ep);  // without it, position 10 is no cut point and cannot be kept
+    decode_chunks(none, toks, 0, 0, 7);
+    EXPECT_FALSE(none.memory().checkpoint(0, 10));
+}
+
 // Every KV type runs on the attention layers (the recurrent state stays f32): batch-invariant, and close to
 // f32 K/V.
 TEST(Qwen35, EveryKvType) {
