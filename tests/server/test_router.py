@@ -240,17 +240,18 @@ def test_bad_preset_refused_at_start(tmp_path):
 def test_a_queued_client_that_leaves_does_not_evict_the_running_model(models_dir):
     """--models-max 1: a request for another model waits while a stream holds the loaded one; when that
     client gives up, nothing is waiting any more, so the streamed model stays loaded after its stream."""
-    s = Server("--models-dir", models_dir, "--models-max", "1", "-c", "512", "-np", "1", model=None)
+    s = Server("--models-dir", models_dir, "--models-max", "1", "-c", "1024", "-np", "1", model=None)
     try:
-        body = {"model": SMOL_ID, "messages": HELLO, "max_tokens": 200, "ignore_eos": True, "stream": True}
+        # 600 tokens: the stream outlasts the queued client's timeout on a fast host too (~4 s at 150 t/s)
+        body = {"model": SMOL_ID, "messages": HELLO, "max_tokens": 600, "ignore_eos": True, "stream": True}
         req = urllib.request.Request(s.url("/v1/chat/completions"), data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, timeout=120) as stream:
             assert stream.readline().startswith(b"data: ")  # SmolLM2 is loaded and busy
-            with pytest.raises(OSError):  # queued behind the stream, it leaves after 1 s
-                http("POST", s.url("/v1/chat/completions"), {"model": GEMMA_ID, "messages": HELLO}, timeout=1)
+            with pytest.raises(OSError):  # queued behind the stream, it leaves after 0.5 s
+                http("POST", s.url("/v1/chat/completions"), {"model": GEMMA_ID, "messages": HELLO}, timeout=0.5)
             for line in stream:
-                time.sleep(0.005)  # a slow reader keeps the stream (and the model) busy past the timeout
+                pass
         time.sleep(1)
         assert statuses(s) == {SMOL_ID: "loaded", GEMMA_ID: "unloaded", "broken": "unloaded"}
     finally:
