@@ -2,11 +2,13 @@
 #include "gpu/ops.h"
 
 #include <cmath>
+#include <vector>
 
 #include "base/error.h"
 #include "gpu/command_list.h"
 #include "gpu/device.h"
 #include "gpu/pipeline.h"
+#include "quant/turbo.h"
 
 namespace bee::gpu {
 
@@ -29,6 +31,39 @@ const char* matmul_shader(GgmlType t) {
         default: return nullptr;
     }
 }
+
+// KV type code of the quantized KV shaders (kv_types.glsl), -1 if the device has no shader for t.
+int kv_code(GgmlType t) {
+    switch (t) {
+        case GgmlType::F16: return 0;
+        case GgmlType::Q8_0: return 1;
+        case GgmlType::Q4_0: return 2;
+        default: break;
+    }
+    const TurboFormat* f = turbo_format(t);
+    if (!f) return -1;
+    return f->tcq ? 4 : 3;
+}
+
+// Per K or V: code, index bits, values and bytes per block, head and row bytes, padded head, rotation group.
+struct KvShape {
+    uint32_t code, bits, blk, bb, head_bytes, row_bytes, pd, rot;
+};
+KvShape kv_shape(GgmlType t, int n_head_kv, int head_dim, int rot) {
+    const TurboFormat* f = turbo_format(t);
+    const GgmlTypeInfo ti = ggml_type_info(t);
+    KvShape s{};
+    s.code = (uint32_t)kv_code(t);
+    s.bits = f ? (uint32_t)f->bits : 0;
+    s.blk = (uint32_t)ti.block_size;
+    s.bb = (uint32_t)ti.type_size;
+    s.head_bytes = (uint32_t)kv_head_bytes(t, head_dim);
+    s.row_bytes = (uint32_t)n_head_kv * s.head_bytes;
+    s.pd = (uint32_t)kv_padded_dim(t, head_dim);
+    s.rot = f ? (uint32_t)f->group : (uint32_t)rot;  // TurboQuant types rotate inside their format
+    return s;
+}
+float inv_sqrt(uint32_t g) { return g ? 1.0f / sqrtf((float)g) : 0.0f; }
 
 // Bytes a binding can see from its offset.
 size_t range_bytes(const BufferRange& r) { return r.size ? r.size : r.buffer->size() - r.offset; }
@@ -235,6 +270,63 @@ void Ops::kv_write(CommandList& cl, BufferRange x, int64_t x_stride, int n_rows,
     cl.dispatch(pipeline("kv_write", 3, sizeof push), {x, cells, kv}, &push, gx, gy);
 }
 
+size_t KvFormat::head_bytes() const { return kv_head_bytes(type, head_dim); }
+
+bool Ops::supports_kv(GgmlType t) { return kv_code(t) >= 0; }
+
+BufferRange Ops::kv_table(GgmlType t) {
+    std::unique_ptr<Buffer>& b = kv_tables_[t];
+    if (!b) {
+        const TurboFormat* f = turbo_format(t);
+        const size_t n = f ? (size_t)1 << (f->bits + (f->tcq ? 6 : 0)) : 1;
+        std::vector<float> v(n, 0.0f);
+        if (f) v.assign(f->values, f->values + n);
+        b = std::make_unique<Buffer>(dev_, n * sizeof(float), Memory::device);
+        b->upload(v.data(), n * sizeof(float));
+    }
+    return whole(*b);
+}
+
+void Ops::kv_write(CommandList& cl, BufferRange x, int64_t x_stride, int n_rows, BufferRange cells, BufferRange kv,
+                   const KvFormat& f) {
+    if (!supports_kv(f.type)) fail("gpu: kv_write: no device KV shader for type %s", ggml_type_name(f.type));
+    if (f.type == GgmlType::F16) return kv_write(cl, x, x_stride, n_rows, cells, kv, (int64_t)f.n_head_kv * f.head_dim);
+    const KvShape s = kv_shape(f.type, f.n_head_kv, f.head_dim, f.rot);
+    if (n_rows <= 0 || f.n_head_kv <= 0 || f.head_dim <= 0 || s.pd > 256 ||
+        x_stride < (int64_t)f.n_head_kv * f.head_dim ||
+        (f.rot > 0 && (f.head_dim % f.rot || (f.rot != 64 && f.rot != 128))))
+        fail("gpu: kv_write: bad shape %d rows of %d heads of %d (%s, rotation %d), stride %lld", n_rows, f.n_head_kv,
+             f.head_dim, ggml_type_name(f.type), f.rot, (long long)x_stride);
+    need_bytes(x, ((size_t)(n_rows - 1) * (size_t)x_stride + (size_t)f.n_head_kv * f.head_dim) * 4, "kv_write", "x");
+    need_bytes(cells, (size_t)n_rows * 4, "kv_write", "cells");
+    need_bytes(kv, (s.row_bytes + 3) / 4 * 4, "kv_write", "kv");
+    const bool tcq = s.code == 4;
+    struct {
+        uint32_t n_rows, n_head_kv, head_dim, x_stride, type, bits, blk, bb, head_bytes, row_bytes, pd, rot;
+        float rs, alpha;
+        uint32_t groups_x;
+    } push{(uint32_t)n_rows,
+           (uint32_t)f.n_head_kv,
+           (uint32_t)f.head_dim,
+           (uint32_t)x_stride,
+           s.code,
+           s.bits,
+           s.blk,
+           s.bb,
+           s.head_bytes,
+           s.row_bytes,
+           s.pd,
+           (uint32_t)f.rot,
+           inv_sqrt(s.rot),
+           f.alpha,
+           0};
+    uint32_t gx, gy;
+    grid_2d((uint64_t)n_rows * (uint64_t)f.n_head_kv * (tcq ? s.pd / 128 : 1), &gx, &gy);
+    push.groups_x = gx;
+    cl.dispatch(pipeline(tcq ? "kv_write_tcq" : "kv_write_q", 4, sizeof push), {x, cells, kv, kv_table(f.type)}, &push,
+                gx, gy);
+}
+
 void Ops::attention(CommandList& cl, const AttentionOp& a) {
     if (a.n_rows <= 0 || a.n_head <= 0 || a.n_head_kv <= 0 || a.n_head % a.n_head_kv || a.head_dim <= 0 ||
         a.head_dim % 2 || a.head_dim > 256 || a.n_cells <= 0 || a.out_stride < (int64_t)a.n_head * a.head_dim)
@@ -244,8 +336,15 @@ void Ops::attention(CommandList& cl, const AttentionOp& a) {
             a.n_rows, a.n_head, a.n_head_kv, a.head_dim, a.n_cells, (long long)a.out_stride);
     const size_t hd = (size_t)a.head_dim;
     need_bytes(a.q, (size_t)a.n_rows * (size_t)a.n_head * hd * 4, "attention", "q");
-    need_bytes(a.k, (size_t)a.n_cells * (size_t)a.n_head_kv * hd * 2, "attention", "k");
-    need_bytes(a.v, (size_t)a.n_cells * (size_t)a.n_head_kv * hd * 2, "attention", "v");
+    if (!supports_kv(a.k_type) || !supports_kv(a.v_type))
+        fail("gpu: attention: no device KV shader for K %s / V %s", ggml_type_name(a.k_type), ggml_type_name(a.v_type));
+    const KvShape ks = kv_shape(a.k_type, a.n_head_kv, a.head_dim, a.k_rot),
+                  vs = kv_shape(a.v_type, a.n_head_kv, a.head_dim, a.v_rot);
+    if (ks.pd > 256 || vs.pd > 256)
+        fail("gpu: attention: heads of %d padded to %u / %u values (K %s, V %s): at most 256", a.head_dim, ks.pd, vs.pd,
+             ggml_type_name(a.k_type), ggml_type_name(a.v_type));
+    need_bytes(a.k, (size_t)a.n_cells * ks.row_bytes, "attention", "k");
+    need_bytes(a.v, (size_t)a.n_cells * vs.row_bytes, "attention", "v");
     need_bytes(a.offsets, ((size_t)a.n_rows + 1) * 4, "attention", "offsets");
     need_bytes(a.cells, (size_t)(a.n_visible > 0 ? a.n_visible : 1) * 4, "attention", "cells");
     need_bytes(a.out, ((size_t)(a.n_rows - 1) * (size_t)a.out_stride + (size_t)a.n_head * hd) * 4, "attention", "out");
@@ -258,7 +357,17 @@ void Ops::attention(CommandList& cl, const AttentionOp& a) {
     uint32_t gx, gy;
     grid_2d((uint64_t)a.n_rows * (uint64_t)a.n_head, &gx, &gy);
     push.groups_x = gx;
-    cl.dispatch(pipeline("attention", 6, sizeof push), {a.q, a.k, a.v, a.offsets, a.cells, a.out}, &push, gx, gy);
+    if (a.k_type == GgmlType::F16 && a.v_type == GgmlType::F16) {
+        cl.dispatch(pipeline("attention", 6, sizeof push), {a.q, a.k, a.v, a.offsets, a.cells, a.out}, &push, gx, gy);
+        return;
+    }
+    struct {
+        decltype(push) base;
+        KvShape k, v;
+        float k_rs, v_rs;
+    } qpush{push, ks, vs, inv_sqrt(ks.rot), inv_sqrt(vs.rot)};
+    cl.dispatch(pipeline("attention_q", 8, sizeof qpush),
+                {a.q, a.k, a.v, a.offsets, a.cells, a.out, kv_table(a.k_type), kv_table(a.v_type)}, &qpush, gx, gy);
 }
 
 }  // namespace bee::gpu

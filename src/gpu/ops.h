@@ -27,6 +27,18 @@ struct RopeArgs {
     RopeYarn yarn;                        // YaRN scaling (base/rope_yarn.h); default: none
 };
 
+// How one layer's K or V rows are stored (kv/kv_cache.h, the bytes KvCache keeps): type, heads and their
+// width (each head zero-padded to whole blocks, quant/turbo.h kv_padded_dim), the rotation group of a
+// Hadamard-rotated legacy type (kv_rot_group; 0: none) and the TurboQuant norm alpha (turbo_v_alpha for V).
+struct KvFormat {
+    GgmlType type = GgmlType::F16;
+    int n_head_kv = 0, head_dim = 0;
+    int rot = 0;
+    float alpha = 1.0f;
+    size_t head_bytes() const;
+    size_t row_bytes() const { return (size_t)n_head_kv * head_bytes(); }
+};
+
 // Buffers and shape of Ops::attention.
 struct AttentionOp {
     int n_rows = 0, n_head = 0, n_head_kv = 0, head_dim = 0;
@@ -35,6 +47,9 @@ struct AttentionOp {
     float scale = 1.0f, softcap = 0.0f;
     BufferRange q, k, v, offsets, cells, out;
     int64_t out_stride = 0;  // floats between output rows (>= n_head * head_dim)
+    // K / V storage (Ops::supports_kv): types and rotation groups (kv_rot_group); f16 rows by default.
+    GgmlType k_type = GgmlType::F16, v_type = GgmlType::F16;
+    int k_rot = 0, v_rot = 0;
 };
 
 class Ops {
@@ -84,7 +99,15 @@ public:
     // KvCache::write_k gives an f16 cache (round to nearest even). n_embd even; cells (n_rows) uint32.
     void kv_write(CommandList& cl, BufferRange x, int64_t x_stride, int n_rows, BufferRange cells, BufferRange kv,
                   int64_t n_embd);
-    // Attention over an f16 KV cache (kernels/ref attention with k_type = v_type = F16): out row r, head h
+    // KV storage types kv_write() and attention() take: f16, q8_0, q4_0, turbo2/3/4(_64), turbo2/3_tcq.
+    static bool supports_kv(GgmlType t);
+    // Stores rows of x (n_rows, x_stride) into cells[r] of kv (n_cells, f.row_bytes()) in format f: the bytes
+    // KvCache::write_k / write_v store (quantized and rotated as there; kv_write_q.comp says where a
+    // TurboQuant norm may differ). cells (n_rows) uint32. Bytes of other cells are kept.
+    void kv_write(CommandList& cl, BufferRange x, int64_t x_stride, int n_rows, BufferRange cells, BufferRange kv,
+                  const KvFormat& f);
+    // Attention over the KV cache (kernels/ref attention; f16 K and V unless a.k_type / v_type say otherwise,
+    // rows in KvFormat's layout with k_rot / v_rot as its rot): out row r, head h
     // (at r * out_stride + h * head_dim) = softmax over row r's visible cells of scale · q·k (soft-capped
     // when softcap > 0) times V, for query head h and KV head h / (n_head / n_head_kv). q (n_rows, n_head,
     // head_dim); k, v (n_cells, n_head_kv, head_dim) f16; row r's cells are cells[offsets[r] ..
@@ -94,10 +117,12 @@ public:
 
 private:
     Pipeline& pipeline(const char* name, int n_buffers, uint32_t push_bytes);
+    BufferRange kv_table(GgmlType t);  // TurboQuant centroids / TCQ codebook of t (4 zero bytes otherwise)
 
     Device& dev_;
     bool subgroups_ = false;
     std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;  // built on first use, by shader name
+    std::map<GgmlType, std::unique_ptr<Buffer>> kv_tables_;       // uploaded on first use
 };
 
 }  // namespace bee::gpu

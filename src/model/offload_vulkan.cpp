@@ -1,4 +1,4 @@
-// model/offload_vulkan: Offload on a gpu::Device: the offloaded layers' weights and f16 K/V, the ubatch's
+// model/offload_vulkan: Offload on a gpu::Device: the offloaded layers' weights and K/V, the ubatch's
 // buffers, and the decoder layer (arch DecoderBlock) as device ops in model/forward.cpp's order.
 #ifdef BEE_HAVE_VULKAN
 #include <cstring>
@@ -11,6 +11,7 @@
 #include "model/model.h"
 #include "model/offload.h"
 #include "model/offload_buffers.h"
+#include "quant/turbo.h"
 
 namespace bee {
 
@@ -24,7 +25,8 @@ using gpu::whole;
 struct DevLayer {
     DevWeight attn_norm, wq, wk, wv, wo, bq, bk, bv, bo, q_norm, k_norm, post_attn_norm;
     DevWeight ffn_norm, ffn_gate, ffn_up, ffn_down, post_ffn_norm;
-    std::unique_ptr<gpu::Buffer> k, v;  // (n_cells, n_head_kv * head_dim) f16: the bytes of KvCache's f16 rows
+    std::unique_ptr<gpu::Buffer> k, v;  // (n_cells, row bytes): the bytes of KvCache's rows of this layer
+    gpu::KvFormat kf, vf;               // their types, rotation groups, V's TurboQuant alpha
     int rope = 0;                       // index of the layer's rope settings in ropes_
 };
 
@@ -81,8 +83,6 @@ VulkanOffload::VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, c
     ops_ = std::make_unique<gpu::Ops>(*dev_);
     cl_ = std::make_unique<gpu::CommandList>(*dev_, 32 * n_dev + 64, 4);
     const ModelWeights& w = m.weights();
-    const size_t k_bytes = (size_t)n_cells_ * kv.params().n_embd_k * 2,
-                 v_bytes = (size_t)n_cells_ * kv.params().n_embd_v * 2;
     for (int il = first_; il < hp.n_layer; il++) {
         const LayerWeights& L = w.layers[(size_t)il];
         DevLayer d;
@@ -103,6 +103,16 @@ VulkanOffload::VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, c
         d.ffn_up = upload(L.ffn_up, "ffn_up", il);
         d.ffn_down = upload(L.ffn_down, "ffn_down", il);
         d.post_ffn_norm = upload(L.post_ffn_norm, "post_ffw_norm", il);
+        d.kf.type = kv.params().type_k;
+        d.vf.type = kv.v_type(il);
+        d.kf.n_head_kv = d.vf.n_head_kv = hp.n_head_kv;
+        d.kf.head_dim = d.vf.head_dim = hp.head_dim;
+        d.kf.rot = kv.k_rot_group();
+        d.vf.rot = kv.v_rot_group(il);
+        d.vf.alpha = turbo_v_alpha(d.vf.type);
+        // whole words (vkCmdFillBuffer, the shaders' 32-bit access): rows of 2-byte blocks may end mid-word
+        const size_t k_bytes = ((size_t)n_cells_ * kv.k_row_bytes() + 3) / 4 * 4,
+                     v_bytes = ((size_t)n_cells_ * kv.v_row_bytes(il) + 3) / 4 * 4;
         d.k = std::make_unique<gpu::Buffer>(*dev_, k_bytes, gpu::Memory::device);
         d.v = std::make_unique<gpu::Buffer>(*dev_, v_bytes, gpu::Memory::device);
         d.k->zero();
@@ -138,9 +148,10 @@ DevWeight VulkanOffload::upload(const Weight& w, const char* what, int il) {
 }
 
 std::string VulkanOffload::describe() const {
-    return strfmt("layers %d..%d%s on %s (%.1f MiB of weights, %.1f MiB of f16 KV)", first_, hp_.n_layer - 1,
+    const DevLayer& L = layers_.front();
+    return strfmt("layers %d..%d%s on %s (%.1f MiB of weights, %.1f MiB of KV, K %s, V %s)", first_, hp_.n_layer - 1,
                   output_ ? " and the output head" : "", dev_->info().name.c_str(), weight_bytes_ / 1048576.0,
-                  kv_bytes_ / 1048576.0);
+                  kv_bytes_ / 1048576.0, ggml_type_name(L.kf.type), ggml_type_name(L.vf.type));
 }
 
 void VulkanOffload::begin(const OffloadStep& s, const float* x) {
@@ -177,8 +188,8 @@ void VulkanOffload::self_attention(int il) {
     const BufferRange cs = b_.rope_table(L.rope);
     ops_->rope(*cl_, q, cs, n_rows_, hp.n_head, hp.head_dim, ra);
     ops_->rope(*cl_, k, cs, n_rows_, hp.n_head_kv, hp.head_dim, ra);
-    ops_->kv_write(*cl_, k, nk, n_rows_, b_.cells.dev_range(), whole(*L.k), nk);
-    ops_->kv_write(*cl_, v, nk, n_rows_, b_.cells.dev_range(), whole(*L.v), nk);
+    ops_->kv_write(*cl_, k, nk, n_rows_, b_.cells.dev_range(), whole(*L.k), L.kf);
+    ops_->kv_write(*cl_, v, nk, n_rows_, b_.cells.dev_range(), whole(*L.v), L.vf);
     const bool swa = hp.layers[(size_t)il].swa;
     gpu::AttentionOp a;
     a.n_rows = n_rows_;
@@ -196,6 +207,10 @@ void VulkanOffload::self_attention(int il) {
     a.cells = (swa ? b_.vis_swa : b_.vis_full).dev_range();
     a.out = whole(*b_.att);
     a.out_stride = b_.s_att;
+    a.k_type = L.kf.type;
+    a.v_type = L.vf.type;
+    a.k_rot = L.kf.rot;
+    a.v_rot = L.vf.rot;
     ops_->attention(*cl_, a);
     linear(L.wo, L.bo, whole(*b_.att), b_.s_att, whole(*b_.out), se);
 }
@@ -294,12 +309,21 @@ std::unique_ptr<Offload> Offload::create(const Model& model, const KvCache& kv, 
     if (p.n_gpu_layers <= 0) fail("offload: -ngl %d offloads nothing", p.n_gpu_layers);
     if (!model.arch().block)
         fail("-ngl: architecture %s runs on the CPU only (no device forward yet)", model.arch().name);
-    if (kv.params().type_k != GgmlType::F16 || kv.params().type_v != GgmlType::F16 || !kv.v_promoted_layers().empty())
-        fail("-ngl: the device KV cache is f16 only (K %s, V %s asked): use -ctk f16 -ctv f16 or -ngl 0",
-             ggml_type_name(kv.params().type_k), ggml_type_name(kv.params().type_v));
     if (hp.head_dim != hp.head_dim_v || hp.head_dim > 256 || hp.head_dim % 2)
         fail("-ngl: heads of %d (K) / %d (V) values are not supported on the device (equal, even, <= 256)", hp.head_dim,
              hp.head_dim_v);
+    std::vector<GgmlType> types{kv.params().type_k};
+    for (int il = 0; il < kv.params().n_layer; il++) types.push_back(kv.v_type(il));
+    for (GgmlType t : types) {
+        if (!gpu::Ops::supports_kv(t))
+            fail(
+                "-ngl: the device KV cache has no %s (device KV types: f16 q8_0 q4_0 turbo2 turbo3 turbo4 turbo2_64 "
+                "turbo3_64 turbo4_64 turbo2_tcq turbo3_tcq): pick one with -ctk / -ctv, or -ngl 0",
+                ggml_type_name(t));
+        if (kv_padded_dim(t, hp.head_dim) > 256)
+            fail("-ngl: heads of %d values take %d in %s blocks; the device takes at most 256", hp.head_dim,
+                 kv_padded_dim(t, hp.head_dim), ggml_type_name(t));
+    }
     std::unique_ptr<gpu::Device> dev;
     try {
         dev = std::make_unique<gpu::Device>(p.device);

@@ -181,6 +181,11 @@ TinyConfig tiny_config(const std::string& preset) {
         c.rope_base_swa = 10000.0f;
         c.rope_scale = 8.0f;  // global layers only, as in Gemma 3 4B+
         c.seed = 5;
+    } else if (preset == "llama_hd64") {  // 64-wide heads: rotated q8_0 / q4_0 KV (kv_rot_group), 4 layers
+        c.n_embd = 128;
+        c.head_dim = 64;
+        c.n_layer = 4;
+        c.seed = 8;
     } else if (preset == "llama_q8_0") {
         c.wtype = GgmlType::Q8_0;
         c.seed = 6;
