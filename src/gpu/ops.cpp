@@ -38,6 +38,11 @@ int kv_code(GgmlType t) {
         case GgmlType::F16: return 0;
         case GgmlType::Q8_0: return 1;
         case GgmlType::Q4_0: return 2;
+        case GgmlType::Q4_1: return 5;
+        case GgmlType::Q5_0: return 6;
+        case GgmlType::Q5_1: return 7;
+        case GgmlType::F32: return 8;
+        case GgmlType::BF16: return 9;
         default: break;
     }
     const TurboFormat* f = turbo_format(t);

@@ -99,7 +99,8 @@ public:
     // KvCache::write_k gives an f16 cache (round to nearest even). n_embd even; cells (n_rows) uint32.
     void kv_write(CommandList& cl, BufferRange x, int64_t x_stride, int n_rows, BufferRange cells, BufferRange kv,
                   int64_t n_embd);
-    // KV storage types kv_write() and attention() take: f16, q8_0, q4_0, turbo2/3/4(_64), turbo2/3_tcq.
+    // KV storage types kv_write() and attention() take: every KvCache type (f32, f16, bf16, q8_0, q4_0, q4_1,
+    // q5_0, q5_1, turbo2/3/4(_64), turbo2/3_tcq).
     static bool supports_kv(GgmlType t);
     // Stores rows of x (n_rows, x_stride) into cells[r] of kv (n_cells, f.row_bytes()) in format f: the bytes
     // KvCache::write_k / write_v store (quantized and rotated as there; kv_write_q.comp says where a

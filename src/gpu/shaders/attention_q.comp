@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// gpu/shaders/attention_q: attention.comp over a KV cache of any KV type the device stores (kv_read.glsl:
-// f16, q8_0, q4_0, scalar TurboQuant, TCQ; K and V each their own type), read in KvCache's row layout. As on
+// gpu/shaders/attention_q: attention.comp over a KV cache of any KvCache type (kv_read.glsl; K and V each
+// their own type), read in KvCache's row layout. As on
 // the CPU (kernels/attention.cpp): the query is zero-padded to K's block and rotated once per head when K is
 // stored rotated (k_rot: kv_rot_group, or the TurboQuant group), scores are dot products with the stored
 // values, V is accumulated in its stored domain and the sum un-rotated once (v_rot). The same fixed tiles and

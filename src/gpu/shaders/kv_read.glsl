@@ -1,7 +1,8 @@
 // gpu/shaders/kv_read: readers of one stored K or V head (kv/kv_cache.h row layout), included once per
 // buffer: KVB names the uint[] buffer, KVT the float[] table (TurboQuant centroids or TCQ codebook) and
-// KVF(name) the function prefix. Types (KV_* codes, gpu/ops.cpp kv_code): f16, q8_0, q4_0, the scalar
-// TurboQuant types (bits 2/3/4, groups of 64/128), TCQ (bits 2/3, groups of 128). Values are what the
+// KVF(name) the function prefix. Types (KV_* codes, gpu/ops.cpp kv_code): f32, f16, bf16, the legacy
+// 32-value blocks, the scalar TurboQuant types (bits 2/3/4, groups of 64/128), TCQ (bits 2/3, groups of
+// 128). Values are what the
 // CPU's decode gives before any inverse rotation (quant/turbo.h turbo_decode_group_rotated).
 
 uint KVF(u8)(uint o) { return (KVB[o >> 2u] >> ((o & 3u) * 8u)) & 0xFFu; }
@@ -15,12 +16,17 @@ float KVF(f16)(uint o) { return unpackHalf2x16(KVF(u16)(o)).x; }
 // Element i of the head starting at byte hb: type, bits, values per block, bytes per block.
 float KVF(elem)(uint hb, uint i, uint type, uint bits, uint blk, uint bb) {
     if (type == KV_F16) return KVF(f16)(hb + 2u * i);
+    if (type == KV_F32) return uintBitsToFloat(KVB[(hb >> 2u) + i]);
+    if (type == KV_BF16) return uintBitsToFloat(KVF(u16)(hb + 2u * i) << 16u);
     const uint b = i / blk, j = i - b * blk, bo = hb + b * bb;
     const float d = KVF(f16)(bo);
     if (type == KV_Q8_0) return float(int(KVF(u8)(bo + 2u + j) << 24) >> 24) * d;
-    if (type == KV_Q4_0) {
-        const uint byte = KVF(u8)(bo + 2u + (j & 15u));
-        return float(int(j < 16u ? byte & 15u : byte >> 4) - 8) * d;
+    if (type == KV_Q4_0 || type == KV_Q4_1 || type == KV_Q5_0 || type == KV_Q5_1) {
+        const uint byte = KVF(u8)(bo + kv_qs_off(type) + (j & 15u));
+        uint q = j < 16u ? byte & 15u : byte >> 4;
+        if (kv_five(type)) q |= ((KVF(u8)(bo + (kv_affine(type) ? 4u : 2u) + j / 8u) >> (j % 8u)) & 1u) << 4u;
+        if (kv_affine(type)) return float(q) * d + KVF(f16)(bo + 2u);
+        return float(int(q) - (kv_five(type) ? 16 : 8)) * d;
     }
     uint idx;
     if (type == KV_TURBO) {  // quant/turbo.h turbo_index

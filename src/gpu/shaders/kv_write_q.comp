@@ -1,7 +1,8 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // gpu/shaders/kv_write_q: f32 K or V rows quantized into their KV cells in KvCache's row layout (kv/kv_cache.cpp
-// encode): q8_0 and q4_0 (Hadamard-rotated first when rot > 0, kv_rot_group) and the scalar TurboQuant types
+// encode): f32, bf16, the legacy blocks q8_0 q4_0 q4_1 q5_0 q5_1 (Hadamard-rotated first when rot > 0,
+// kv_rot_group) and the scalar TurboQuant types
 // (quant/turbo.cpp turbo_encode_group). One workgroup per (row, kv head). The CPU's arithmetic step by step:
 // its divisions and square roots correctly rounded (kv_math.glsl), the group norm's double sum of squares as
 // an exact float-float sum, f16 rounding in integers (f16.glsl); so the bytes are the CPU's (a TurboQuant norm
@@ -73,24 +74,49 @@ int trunc_clamp(float v, int hi) {
     return int(v);
 }
 
-void block_q4_0(uint bo, uint x0) {
-    float amax = 0.0, mx = 0.0;
-    for (uint j = 0u; j < 32u; j++)
-        if (amax < abs(xs[x0 + j])) {
-            amax = abs(xs[x0 + j]);
-            mx = xs[x0 + j];
+// q4_0 q4_1 q5_0 q5_1 (quant/quant_legacy.cpp quantize_row_*): symmetric d = signed absmax / -2^(bits-1),
+// affine d = (max - min) / (2^bits - 1) with m = min; quants truncated from q + 0.5 into [0, 2^bits - 1].
+void block_legacy(uint type, uint bo, uint x0) {
+    const bool affine = kv_affine(type), five = kv_five(type);
+    const int hi = five ? 31 : 15;
+    float d, mn = 0.0;
+    if (affine) {
+        float lo = xs[x0], up = xs[x0];
+        for (uint j = 1u; j < 32u; j++) {
+            if (xs[x0 + j] < lo) lo = xs[x0 + j];
+            if (xs[x0 + j] > up) up = xs[x0 + j];
         }
-    precise float d = mx * -0.125;  // / -8, exact
-    const float id = d != 0.0 ? div_rn(1.0, d) : 0.0;
-    put_u16(bo, f32_to_f16(d));
-    for (uint j = 0u; j < 16u; j += 2u) {
-        uint two = 0u;
-        for (uint k = 0u; k < 2u; k++) {
-            precise float a = xs[x0 + j + k] * id + 8.5, b = xs[x0 + j + k + 16u] * id + 8.5;
-            two |= uint(trunc_clamp(a, 15) | (trunc_clamp(b, 15) << 4)) << (8u * k);
-        }
-        put_u16(bo + 2u + j, two);
+        precise float range = up - lo;
+        d = div_rn(range, five ? 31.0 : 15.0);
+        mn = lo;
+    } else {
+        float amax = 0.0, mx = 0.0;
+        for (uint j = 0u; j < 32u; j++)
+            if (amax < abs(xs[x0 + j])) {
+                amax = abs(xs[x0 + j]);
+                mx = xs[x0 + j];
+            }
+        precise float dd = mx * (five ? -0.0625 : -0.125);  // / -16 or / -8, exact
+        d = dd;
     }
+    const float id = d != 0.0 ? div_rn(1.0, d) : 0.0;
+    const float bias = affine ? 0.5 : (five ? 16.5 : 8.5);
+    uint q[32];
+    for (uint j = 0u; j < 32u; j++) {
+        precise float v = (affine ? (xs[x0 + j] - mn) : xs[x0 + j]) * id + bias;
+        q[j] = uint(trunc_clamp(v, hi));
+    }
+    put_u16(bo, f32_to_f16(d));
+    if (affine) put_u16(bo + 2u, f32_to_f16(mn));
+    if (five) {
+        uint h = 0u;
+        for (uint j = 0u; j < 32u; j++) h |= (q[j] >> 4) << j;
+        put_u16(bo + (affine ? 4u : 2u), h & 0xFFFFu);
+        put_u16(bo + (affine ? 6u : 4u), h >> 16);
+    }
+    const uint qs = bo + kv_qs_off(type);
+    for (uint j = 0u; j < 16u; j += 2u)
+        put_u16(qs + j, (q[j] & 15u) | ((q[j + 16u] & 15u) << 4) | ((q[j + 1u] & 15u) << 8) | ((q[j + 17u] & 15u) << 12));
 }
 
 void main() {
@@ -101,12 +127,20 @@ void main() {
     const uint hb = Cells[r] * p.row_bytes + h * p.head_bytes;
     for (uint i = tid; i < p.pd; i += 64u) xs[i] = i < p.head_dim ? X[r * p.x_stride + h * p.head_dim + i] : 0.0;
     barrier();
+    if (p.type == KV_F32 || p.type == KV_BF16) {  // quant/quant_float.cpp: as is, or bf16 rounded to nearest even
+        for (uint i = tid; i < p.head_dim; i += 64u) {
+            const uint u = floatBitsToUint(xs[i]);
+            if (p.type == KV_F32) Kv[(hb >> 2u) + i] = u;
+            else put_u16(hb + 2u * i, (u & 0x7FFFFFFFu) > 0x7F800000u ? (u >> 16) | 64u : (u + (0x7FFFu + ((u >> 16) & 1u))) >> 16);
+        }
+        return;
+    }
     const uint n_blocks = p.pd / p.blk;
     if (p.type != KV_TURBO) {
         if (p.rot > 0u) rotate_groups(p.pd, p.rot, false, p.rs);
         if (tid < n_blocks) {
             if (p.type == KV_Q8_0) block_q8_0(hb + tid * p.bb, tid * 32u);
-            else block_q4_0(hb + tid * p.bb, tid * 32u);
+            else block_legacy(p.type, hb + tid * p.bb, tid * 32u);
         }
         return;
     }

@@ -45,7 +45,9 @@ TEST_F(GpuTest, KvWriteGivesTheCpuBytesPerType) {
         {GgmlType::TURBO3, 128, true},     {GgmlType::TURBO3, 16, true},      {GgmlType::TURBO3, 256, true},
         {GgmlType::TURBO2, 128, true},     {GgmlType::TURBO4, 64, true},      {GgmlType::TURBO3_64, 64, true},
         {GgmlType::TURBO4_64, 128, true},  {GgmlType::TURBO3_TCQ, 128, true}, {GgmlType::TURBO3_TCQ, 48, true},
-        {GgmlType::TURBO2_TCQ, 256, true},
+        {GgmlType::TURBO2_TCQ, 256, true}, {GgmlType::Q4_1, 64, true},        {GgmlType::Q5_0, 128, true},
+        {GgmlType::Q5_1, 64, true},        {GgmlType::Q5_0, 32, false},       {GgmlType::F32, 40, true},
+        {GgmlType::BF16, 72, true},
     };
     const int n_head_kv = 3, n_cells = 9, n_rows = 6;
     const uint32_t cells[n_rows] = {6, 1, 3, 2, 7, 8};
@@ -103,6 +105,9 @@ TEST_F(GpuTest, QuantizedKvAttentionMatchesTheCpuAndIsBatchInvariant) {
         {GgmlType::TURBO3, GgmlType::TURBO3, 64, 4, 2, 0.0f},
         {GgmlType::TURBO3, GgmlType::Q8_0, 256, 2, 1, 0.0f},
         {GgmlType::TURBO3_TCQ, GgmlType::TURBO3_TCQ, 128, 4, 2, 0.0f},
+        {GgmlType::Q4_1, GgmlType::Q5_0, 64, 4, 2, 0.0f},
+        {GgmlType::Q5_1, GgmlType::BF16, 64, 4, 2, 0.0f},
+        {GgmlType::F32, GgmlType::Q8_0, 64, 4, 2, 0.0f},
     };
     const std::vector<int> lengths = {1, 5, 64, 65, 130, 300};
     const int n_cells = 300, n_rows = (int)lengths.size();
@@ -215,17 +220,22 @@ TEST_F(GpuTest, QuantizedKvAttentionMatchesTheCpuAndIsBatchInvariant) {
 }
 
 TEST_F(GpuTest, KvWriteRefusesWhatTheDeviceCannotStore) {
-    EXPECT_FALSE(gpu::Ops::supports_kv(GgmlType::Q5_1));
-    EXPECT_TRUE(gpu::Ops::supports_kv(GgmlType::TURBO3_TCQ));
+    for (GgmlType t :
+         {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::TURBO3_TCQ})
+        EXPECT_TRUE(gpu::Ops::supports_kv(t)) << ggml_type_name(t);
+    EXPECT_FALSE(gpu::Ops::supports_kv(GgmlType::Q4_K));
     gpu::KvFormat f;
-    f.type = GgmlType::Q5_1;
+    f.type = GgmlType::Q4_K;
     f.n_head_kv = 1;
-    f.head_dim = 64;
-    gpu::Buffer b(*dev, 1024, gpu::Memory::device);
-    EXPECT_THROW(ops->kv_write(*cl, gpu::whole(b), 64, 1, gpu::whole(b), gpu::whole(b), f), Error);
+    f.head_dim = 256;
+    gpu::Buffer b(*dev, 4096, gpu::Memory::device);
+    EXPECT_THROW(ops->kv_write(*cl, gpu::whole(b), 256, 1, gpu::whole(b), gpu::whole(b), f), Error);
     f.type = GgmlType::Q8_0;
     f.head_dim = 512;  // wider than a workgroup's 256
     EXPECT_THROW(ops->kv_write(*cl, gpu::whole(b), 512, 1, gpu::whole(b), gpu::whole(b), f), Error);
+    f.head_dim = 96;
+    f.rot = 64;  // not a divisor of the head
+    EXPECT_THROW(ops->kv_write(*cl, gpu::whole(b), 96, 1, gpu::whole(b), gpu::whole(b), f), Error);
 }
 
 }  // namespace

@@ -188,17 +188,16 @@ TEST(OffloadSeqMemory, SaveLoadAndShift) {
     EXPECT_EQ(c.greedy_mismatch, 0);
 }
 
-TEST(OffloadRefusals, KvTypesWithoutADeviceShaderAndUnknownDevice) {
+TEST(OffloadRefusals, WeightTypesWithoutADeviceMatmulAndUnknownDevice) {
     const TinyModel& tm = tiny_model("llama");
-    EngineParams p = offload_params(99);
-    p.type_k = p.type_v = GgmlType::Q5_1;
     Engine probe(*tm.model, offload_params(99));
     if (!probe.offload()) OFFLOAD_SKIP_OR_FAIL("no Vulkan device");
+    const TinyModel& q3 = tiny_model("llama_q3_k");
     try {
-        Engine eng(*tm.model, p);
-        ADD_FAILURE() << "q5_1 KV with -ngl was accepted";
+        Engine eng(*q3.model, offload_params(99));
+        ADD_FAILURE() << "q3_K weights with -ngl were accepted";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("q5_1"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("q3_k"), std::string::npos) << e.what();
     }
     EngineParams q = offload_params(99);
     q.offload.device = "no-such-device-name";
@@ -283,7 +282,8 @@ INSTANTIATE_TEST_SUITE_P(Types, OffloadKv,
                                            KvCase{"llama_hd64", GgmlType::TURBO3, GgmlType::TURBO3, 3, 0, false, 5e-2},
                                            KvCase{"gemma3", GgmlType::TURBO3, GgmlType::TURBO3, 4, 0, false, 5e-2},
                                            KvCase{"llama_hd64", GgmlType::TURBO3_TCQ, GgmlType::TURBO3_TCQ, 99, 0,
-                                                  false, 5e-2}),
+                                                  false, 5e-2},
+                                           KvCase{"qwen2", GgmlType::Q5_1, GgmlType::BF16, 99, 0, true, 5e-2}),
                          [](const auto& info) {
                              const KvCase& c = info.param;
                              return std::string(c.preset) + "_" + ggml_type_name(c.k) + "_" + ggml_type_name(c.v) +

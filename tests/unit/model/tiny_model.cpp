@@ -189,6 +189,12 @@ TinyConfig tiny_config(const std::string& preset) {
     } else if (preset == "llama_q8_0") {
         c.wtype = GgmlType::Q8_0;
         c.seed = 6;
+    } else if (preset == "llama_q3_k") {  // a weight type without a device matmul
+        c.wtype = GgmlType::Q3_K;
+        c.n_embd = 256;
+        c.head_dim = 64;
+        c.n_ff = 512;
+        c.seed = 9;
     } else if (preset == "llama_q4_k") {  // every matrix's input dim a multiple of 256
         c.wtype = GgmlType::Q4_K;
         c.n_embd = 256;
