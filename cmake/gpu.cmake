@@ -66,9 +66,9 @@ add_library(bee_gpu STATIC ${gpu_srcs} ${shaders_cpp})
 target_include_directories(bee_gpu PUBLIC ${PROJECT_SOURCE_DIR}/src)
 target_link_libraries(bee_gpu PUBLIC bee_base bee_quant Vulkan::Vulkan)
 
-# tools/gpu_bench: matvec GB/s per weight type on one device (not built by default:
+# tools/gpu_bench: matvec GB/s per weight type, or attention per KV type (--kv), on one device (not built by default:
 # `cmake --build build --target gpu_bench`). Static libstdc++, so a copy runs on another Linux machine
 # that has only glibc and libvulkan.so.1.
 add_executable(gpu_bench EXCLUDE_FROM_ALL ${PROJECT_SOURCE_DIR}/tools/gpu_bench.cpp)
-target_link_libraries(gpu_bench PRIVATE bee_gpu)
+target_link_libraries(gpu_bench PRIVATE bee_gpu bee_kv)
 target_link_options(gpu_bench PRIVATE -static-libstdc++ -static-libgcc)

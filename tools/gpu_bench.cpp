@@ -1,10 +1,13 @@
 // tools/gpu_bench: times the Vulkan matmul shader (gpu/ops) for one weight matrix of each type on one device
 // with GPU timestamps: microseconds per call, weight GB/s, and the max error against the CPU's f32 product of
-// the dequantized weights; first the device's buffer-copy GB/s as the ceiling. A CMake target, not built by
-// default (`cmake --build build --target gpu_bench`):
+// the dequantized weights; first the device's buffer-copy GB/s as the ceiling. With --kv, times attention
+// instead: 32 query heads over 8 KV heads of 128 (a Llama-8B layer), K and V of each KV type, every row seeing
+// all --ctx cells (KV bytes read per call / time as GB/s). A CMake target, not built by default
+// (`cmake --build build --target gpu_bench`):
 //
 //   build/gpu_bench [--list-devices] [--device SEL] [--types q4_0,q4_k,...] [--shapes 4096x4096,896x4864]
 //                   [--tokens 1,8]          SHAPE is N_OUTxN_IN (rows x columns of W)
+//   build/gpu_bench --kv f16,q8_0,turbo3 [--ctx 4096] [--tokens 1,8]
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +22,7 @@
 #include "gpu/command_list.h"
 #include "gpu/device.h"
 #include "gpu/ops.h"
+#include "kv/kv_cache.h"
 #include "quant/quant.h"
 
 using namespace bee;
@@ -94,7 +98,8 @@ Result bench_one(gpu::Device& dev, gpu::Ops& ops, GgmlType t, const Weights& w, 
     const int64_t xs = gpu::Ops::x_stride_for(n_in);
     std::vector<float> xpad((size_t)(n_tok * xs), 0.0f);
     for (int64_t r = 0; r < n_tok; ++r) memcpy(&xpad[(size_t)(r * xs)], &x[(size_t)(r * n_in)], (size_t)n_in * 4);
-    gpu::Buffer xb(dev, xpad.size() * 4, gpu::Memory::device), yb(dev, (size_t)(n_tok * n_out) * 4, gpu::Memory::device);
+    gpu::Buffer xb(dev, xpad.size() * 4, gpu::Memory::device),
+        yb(dev, (size_t)(n_tok * n_out) * 4, gpu::Memory::device);
     xb.upload(xpad.data(), xpad.size() * 4);
 
     // One call first, to size the timed list (~50 ms of work, 5..200 calls).
@@ -145,11 +150,89 @@ Result bench_one(gpu::Device& dev, gpu::Ops& ops, GgmlType t, const Weights& w, 
     return res;
 }
 
+// Times attention over n_ctx cells of KV type t (K and V) for n_rows query rows, each seeing every cell: the
+// best of 3 submissions of a list of calls sized to ~50 ms. Returns microseconds per call.
+double bench_attention(gpu::Device& dev, gpu::Ops& ops, GgmlType t, int n_ctx, int n_rows, double* gbs) {
+    const int n_head = 32, n_kv = 8, hd = 128;
+    KvCacheParams kp;
+    kp.n_layer = 1;
+    kp.n_cells = n_ctx;
+    kp.n_head_kv = n_kv;
+    kp.head_dim_k = kp.head_dim_v = hd;
+    kp.n_embd_k = kp.n_embd_v = n_kv * hd;
+    kp.type_k = kp.type_v = t;
+    KvCache kv(kp);
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> row((size_t)n_kv * hd), q((size_t)n_rows * n_head * hd);
+    for (int c = 0; c < n_ctx; ++c) {
+        for (float& v : row) v = dist(rng);
+        kv.write_k(0, c, row.data());
+        kv.write_v(0, c, row.data());
+    }
+    for (float& v : q) v = dist(rng);
+    std::vector<uint32_t> off(1, 0), cells;
+    for (int r = 0; r < n_rows; ++r) {
+        for (int c = 0; c < n_ctx; ++c) cells.push_back((uint32_t)c);
+        off.push_back((uint32_t)cells.size());
+    }
+    auto up = [&dev](const void* p, size_t n) {
+        auto b = std::make_unique<gpu::Buffer>(dev, (n + 3) / 4 * 4, gpu::Memory::device);
+        b->upload(p, n);
+        return b;
+    };
+    const size_t k_bytes = kv.k_row_bytes() * (size_t)n_ctx, v_bytes = kv.v_row_bytes() * (size_t)n_ctx;
+    auto qb = up(q.data(), q.size() * 4), kb = up(kv.k_data(0), k_bytes), vb = up(kv.v_data(0), v_bytes),
+         ob = up(off.data(), off.size() * 4), cb = up(cells.data(), cells.size() * 4);
+    gpu::Buffer out(dev, q.size() * 4, gpu::Memory::device);
+    gpu::AttentionOp a;
+    a.n_rows = n_rows;
+    a.n_head = n_head;
+    a.n_head_kv = n_kv;
+    a.head_dim = hd;
+    a.n_cells = n_ctx;
+    a.n_visible = (int64_t)cells.size();
+    a.scale = 1.0f / sqrtf((float)hd);
+    a.q = gpu::whole(*qb);
+    a.k = gpu::whole(*kb);
+    a.v = gpu::whole(*vb);
+    a.offsets = gpu::whole(*ob);
+    a.cells = gpu::whole(*cb);
+    a.out = gpu::whole(out);
+    a.out_stride = (int64_t)n_head * hd;
+    a.k_type = a.v_type = t;
+    a.k_rot = kv.k_rot_group();
+    a.v_rot = kv.v_rot_group();
+    auto run = [&](int reps) {
+        gpu::CommandList cl(dev, reps + 1, 4);
+        cl.begin();
+        const int t0 = cl.timestamp();
+        for (int i = 0; i < reps; ++i) ops.attention(cl, a);
+        const int t1 = cl.timestamp();
+        cl.end();
+        double best = 1e300;
+        for (int i = 0; i < 3; ++i) {
+            cl.submit_and_wait();
+            const double ns = cl.elapsed_ns(t0, t1);
+            if (ns > 0 && ns < best) best = ns;
+        }
+        return best / reps;
+    };
+    const double once = run(1);
+    int reps = once > 0 ? (int)(50e6 / once) : 5;
+    reps = reps < 3 ? 3 : reps > 200 ? 200 : reps;
+    const double ns = run(reps);
+    *gbs = (double)(k_bytes + v_bytes) / ns;
+    return ns / 1e3;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     std::string device, types = "f32,f16,bf16,q4_0,q4_1,q5_0,q5_1,q8_0,q4_k,q5_k,q6_k", shapes = "4096x4096,896x4864",
                         tokens = "1";
+    std::string kv_types;
+    int n_ctx = 4096;
     bool list = false;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -159,9 +242,12 @@ int main(int argc, char** argv) {
         else if (arg == "--types" && has_value) types = argv[++i];
         else if (arg == "--shapes" && has_value) shapes = argv[++i];
         else if (arg == "--tokens" && has_value) tokens = argv[++i];
+        else if (arg == "--kv" && has_value) kv_types = argv[++i];
+        else if (arg == "--ctx" && has_value) n_ctx = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: gpu_bench [--list-devices] [--device SEL] [--types a,b] [--shapes OUTxIN,...] "
-                            "[--tokens 1,8]\n");
+            fprintf(stderr,
+                    "usage: gpu_bench [--list-devices] [--device SEL] [--types a,b] [--shapes OUTxIN,...] "
+                    "[--tokens 1,8] [--kv f16,q8_0,turbo3 [--ctx 4096]]\n");
             return 2;
         }
     }
@@ -179,6 +265,22 @@ int main(int argc, char** argv) {
         printf("device:%s\n", gpu::device_line(dev.info()).c_str() + 1);
         if (!dev.timestamps()) fprintf(stderr, "gpu_bench: the device has no timestamps; times read 0\n");
         printf("buffer copy: %.1f GB/s (read + write)\n", copy_gbs(dev));
+        if (!kv_types.empty()) {
+            printf("attention, 32 heads over 8 KV heads of 128, %d cells per row\n%-11s %4s %10s %8s\n", n_ctx,
+                   "kv type", "rows", "us/call", "KV GB/s");
+            for (const std::string& tn : split(kv_types)) {
+                GgmlType t;
+                if (!ggml_type_from_name(tn.c_str(), &t) || !gpu::Ops::supports_kv(t))
+                    fail("gpu_bench: no device KV type '%s'", tn.c_str());
+                for (const std::string& tok : split(tokens)) {
+                    double gbs = 0;
+                    const double us = bench_attention(dev, ops, t, n_ctx, atoi(tok.c_str()), &gbs);
+                    printf("%-11s %4s %10.1f %8.3f\n", tn.c_str(), tok.c_str(), us, gbs);
+                    fflush(stdout);
+                }
+            }
+            return 0;
+        }
         printf("%-5s %6s %6s %4s %10s %8s %12s %12s\n", "type", "n_out", "n_in", "tok", "us/call", "GB/s",
                "max_abs_err", "max_rel_err");
         for (const std::string& shape : split(shapes)) {

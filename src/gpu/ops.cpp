@@ -99,9 +99,11 @@ Ops::~Ops() = default;
 
 bool Ops::supports_matmul(GgmlType t) { return matmul_shader(t) != nullptr; }
 
-Pipeline& Ops::pipeline(const char* name, int n_buffers, uint32_t push_bytes) {
-    std::unique_ptr<Pipeline>& p = pipelines_[name];
-    if (!p) p = std::make_unique<Pipeline>(dev_, name, n_buffers, push_bytes);
+Pipeline& Ops::pipeline(const char* name, int n_buffers, uint32_t push_bytes, const std::vector<uint32_t>& spec) {
+    std::string key = name;
+    for (uint32_t v : spec) key += "/" + std::to_string(v);
+    std::unique_ptr<Pipeline>& p = pipelines_[key];
+    if (!p) p = std::make_unique<Pipeline>(dev_, name, n_buffers, push_bytes, spec);
     return *p;
 }
 
@@ -371,7 +373,9 @@ void Ops::attention(CommandList& cl, const AttentionOp& a) {
         KvShape k, v;
         float k_rs, v_rs;
     } qpush{push, ks, vs, inv_sqrt(ks.rot), inv_sqrt(vs.rot)};
-    cl.dispatch(pipeline("attention_q", 8, sizeof qpush),
+    // K's and V's type codes are specialization constants: one pipeline per pair in use, the type
+    // branches of kv_read.glsl compiled away.
+    cl.dispatch(pipeline("attention_q", 8, sizeof qpush, {ks.code, vs.code}),
                 {a.q, a.k, a.v, a.offsets, a.cells, a.out, kv_table(a.k_type), kv_table(a.v_type)}, &qpush, gx, gy);
 }
 

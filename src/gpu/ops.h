@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/rope_yarn.h"
 #include "gguf/ggml_type.h"
@@ -117,12 +118,12 @@ public:
     void attention(CommandList& cl, const AttentionOp& a);
 
 private:
-    Pipeline& pipeline(const char* name, int n_buffers, uint32_t push_bytes);
+    Pipeline& pipeline(const char* name, int n_buffers, uint32_t push_bytes, const std::vector<uint32_t>& spec = {});
     BufferRange kv_table(GgmlType t);  // TurboQuant centroids / TCQ codebook of t (4 zero bytes otherwise)
 
     Device& dev_;
     bool subgroups_ = false;
-    std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;  // built on first use, by shader name
+    std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;  // built on first use, by shader name (+ spec)
     std::map<GgmlType, std::unique_ptr<Buffer>> kv_tables_;       // uploaded on first use
 };
 

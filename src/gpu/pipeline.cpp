@@ -11,7 +11,7 @@
 
 namespace bee::gpu {
 
-Pipeline::Pipeline(Device& dev, const char* name, int n_buffers, uint32_t push_bytes)
+Pipeline::Pipeline(Device& dev, const char* name, int n_buffers, uint32_t push_bytes, const std::vector<uint32_t>& spec)
     : dev_(dev), name_(name), n_buffers_(n_buffers), push_bytes_(push_bytes) {
     const ShaderBlob* blob = find_shader(name);
     if (!blob) fail("gpu: no embedded shader '%s'", name);
@@ -64,6 +64,10 @@ Pipeline::Pipeline(Device& dev, const char* name, int n_buffers, uint32_t push_b
     cp.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     cp.stage.module = module;
     cp.stage.pName = "main";
+    std::vector<VkSpecializationMapEntry> entries(spec.size());
+    for (size_t i = 0; i < spec.size(); ++i) entries[i] = {(uint32_t)i, (uint32_t)(i * 4), 4};
+    VkSpecializationInfo si{(uint32_t)spec.size(), entries.data(), spec.size() * 4, spec.data()};
+    if (!spec.empty()) cp.stage.pSpecializationInfo = &si;
     cp.layout = layout_;
     const VkResult r = vkCreateComputePipelines(dev.handle(), dev.pipeline_cache(), 1, &cp, nullptr, &pipeline_);
     vkDestroyShaderModule(dev.handle(), module, nullptr);

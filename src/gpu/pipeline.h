@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace bee::gpu {
 
@@ -12,8 +13,10 @@ class Device;
 class Pipeline {
 public:
     // Shader `name` from the embedded table (gpu/shaders.h) with `n_buffers` storage buffers at bindings
-    // 0..n_buffers-1 and `push_bytes` of push constants; built through the device's pipeline cache.
-    Pipeline(Device& dev, const char* name, int n_buffers, uint32_t push_bytes);
+    // 0..n_buffers-1 and `push_bytes` of push constants; built through the device's pipeline cache. `spec`
+    // gives the shader's 32-bit specialization constants constant_id 0, 1, ... (core Vulkan 1.0), so the
+    // driver compiles branches on them away.
+    Pipeline(Device& dev, const char* name, int n_buffers, uint32_t push_bytes, const std::vector<uint32_t>& spec = {});
     ~Pipeline();
     Pipeline(const Pipeline&) = delete;
     Pipeline& operator=(const Pipeline&) = delete;

@@ -19,6 +19,10 @@ layout(std430, binding = 5) writeonly buffer OBuf { float O[]; };       // row r
 layout(std430, binding = 6) readonly buffer KTabBuf { float KTab[]; };  // K's centroids / codebook
 layout(std430, binding = 7) readonly buffer VTabBuf { float VTab[]; };  // V's
 
+// The type codes again, as specialization constants (gpu/ops.cpp: one pipeline per pair).
+layout(constant_id = 0) const uint K_TYPE = 0u;
+layout(constant_id = 1) const uint V_TYPE = 0u;
+
 layout(push_constant) uniform Push {
     uint n_head, n_head_kv, head_dim, o_stride;
     float scale, cap;
@@ -49,6 +53,46 @@ shared float red[TILE];
 #define ROT_BUF qs
 #include "kv_rotate.glsl"
 
+// q · the K head at byte kb, over the padded head in element order (q8_0 and q4_0 a block at a time, their
+// scale read once and the quants a word at a time; the same products and sums as element by element).
+float k_dot(uint kb) {
+    float dot = 0.0;
+    if (K_TYPE == KV_Q8_0 || K_TYPE == KV_Q4_0) {
+        for (uint b = 0u; b < p.k_pd / 32u; b++) {
+            const uint bo = kb + b * p.k_bb, x0 = b * 32u;
+            const float d = k_f16(bo);
+            for (uint w = 0u; w < (K_TYPE == KV_Q8_0 ? 8u : 4u); w++) {
+                const uint word = k_word2(bo + 2u + 4u * w);
+                for (uint k = 0u; k < 4u; k++) {
+                    if (K_TYPE == KV_Q8_0) {
+                        dot += qs[x0 + 4u * w + k] * (float(int(word << (24u - 8u * k)) >> 24) * d);
+                    } else {
+                        const uint byte = (word >> (8u * k)) & 0xFFu;
+                        dot += qs[x0 + 4u * w + k] * (float(int(byte & 15u) - 8) * d);
+                    }
+                }
+            }
+            if (K_TYPE == KV_Q4_0)  // the high nibbles: elements 16..31, after the low ones as in element order
+                for (uint w = 0u; w < 4u; w++) {
+                    const uint word = k_word2(bo + 2u + 4u * w);
+                    for (uint k = 0u; k < 4u; k++)
+                        dot += qs[x0 + 16u + 4u * w + k] * (float(int((word >> (8u * k + 4u)) & 15u) - 8) * d);
+                }
+        }
+        return dot;
+    }
+    if (K_TYPE == KV_F16 || K_TYPE == KV_F32 || K_TYPE == KV_BF16) {
+        for (uint i = 0u; i < p.k_pd; i++) dot += qs[i] * k_elem(kb, i, K_TYPE, p.k_bits, p.k_blk, p.k_bb);
+        return dot;
+    }
+    for (uint b = 0u; b < p.k_pd / p.k_blk; b++) {  // other block types: the scale read once per block
+        const uint bo = kb + b * p.k_bb, x0 = b * p.k_blk;
+        const float d = k_f16(bo);
+        for (uint j = 0u; j < p.k_blk; j++) dot += qs[x0 + j] * k_bval(bo, j, d, K_TYPE, p.k_bits, p.k_blk);
+    }
+    return dot;
+}
+
 void reduce(uint tid, bool is_max) {
     barrier();
     for (uint step = TILE / 2u; step > 0u; step >>= 1) {
@@ -74,9 +118,7 @@ void main() {
         float s = -3.402823466e38;
         if (tid < n_t) {
             const uint kb = Cells[t0 + tid] * p.k_row_bytes + kvh * p.k_head_bytes;
-            float dot = 0.0;
-            for (uint i = 0u; i < p.k_pd; i++) dot += qs[i] * k_elem(kb, i, p.k_type, p.k_bits, p.k_blk, p.k_bb);
-            s = dot * p.scale;
+            s = k_dot(kb) * p.scale;
             if (p.cap > 0.0) s = p.cap * tanh(s / p.cap);
         }
         red[tid] = s;
@@ -96,7 +138,7 @@ void main() {
             float a = acc[j] * corr;
             for (uint c = 0u; c < n_t; c++) {
                 const uint vb = Cells[t0 + c] * p.v_row_bytes + kvh * p.v_head_bytes;
-                a += prob[c] * v_elem(vb, d, p.v_type, p.v_bits, p.v_blk, p.v_bb);
+                a += prob[c] * v_elem(vb, d, V_TYPE, p.v_bits, p.v_blk, p.v_bb);
             }
             acc[j] = a;
         }

@@ -11,15 +11,17 @@ uint KVF(u16)(uint o) {
     if ((o & 1u) == 0u) return (KVB[o >> 2u] >> ((o & 2u) * 8u)) & 0xFFFFu;
     return KVF(u8)(o) | (KVF(u8)(o + 1u) << 8u);
 }
+// The 4 bytes at even offset o (the next word is read only when o is not a multiple of 4: nothing past the
+// row's last byte).
+uint KVF(word2)(uint o) {
+    const uint i = o >> 2u;
+    if ((o & 2u) == 0u) return KVB[i];
+    return (KVB[i] >> 16u) | (KVB[i + 1u] << 16u);
+}
 float KVF(f16)(uint o) { return unpackHalf2x16(KVF(u16)(o)).x; }
 
-// Element i of the head starting at byte hb: type, bits, values per block, bytes per block.
-float KVF(elem)(uint hb, uint i, uint type, uint bits, uint blk, uint bb) {
-    if (type == KV_F16) return KVF(f16)(hb + 2u * i);
-    if (type == KV_F32) return uintBitsToFloat(KVB[(hb >> 2u) + i]);
-    if (type == KV_BF16) return uintBitsToFloat(KVF(u16)(hb + 2u * i) << 16u);
-    const uint b = i / blk, j = i - b * blk, bo = hb + b * bb;
-    const float d = KVF(f16)(bo);
+// Element j of the block at byte bo whose scale (TurboQuant: norm) is d, for the block types.
+float KVF(bval)(uint bo, uint j, float d, uint type, uint bits, uint blk) {
     if (type == KV_Q8_0) return float(int(KVF(u8)(bo + 2u + j) << 24) >> 24) * d;
     if (type == KV_Q4_0 || type == KV_Q4_1 || type == KV_Q5_0 || type == KV_Q5_1) {
         const uint byte = KVF(u8)(bo + kv_qs_off(type) + (j & 15u));
@@ -43,4 +45,13 @@ float KVF(elem)(uint hb, uint i, uint type, uint bits, uint blk, uint bb) {
         idx = (w >> (bp & 7u)) & ((1u << (6u + bits)) - 1u);
     }
     return KVT[idx] * d;
+}
+
+// Element i of the head starting at byte hb: type, bits, values per block, bytes per block.
+float KVF(elem)(uint hb, uint i, uint type, uint bits, uint blk, uint bb) {
+    if (type == KV_F16) return KVF(f16)(hb + 2u * i);
+    if (type == KV_F32) return uintBitsToFloat(KVB[(hb >> 2u) + i]);
+    if (type == KV_BF16) return uintBitsToFloat(KVF(u16)(hb + 2u * i) << 16u);
+    const uint b = i / blk, bo = hb + b * bb;
+    return KVF(bval)(bo, i - b * blk, KVF(f16)(bo), type, bits, blk);
 }
