@@ -350,6 +350,9 @@ void Ops::attention(CommandList& cl, const AttentionOp& a) {
     if (ks.pd > 256 || vs.pd > 256)
         fail("gpu: attention: heads of %d padded to %u / %u values (K %s, V %s): at most 256", a.head_dim, ks.pd, vs.pd,
              ggml_type_name(a.k_type), ggml_type_name(a.v_type));
+    for (int rot : {a.k_rot, a.v_rot})
+        if (rot != 0 && ((rot != 64 && rot != 128) || a.head_dim % rot))
+            fail("gpu: attention: rotation group %d for heads of %d (64 or 128, dividing the head)", rot, a.head_dim);
     need_bytes(a.k, (size_t)a.n_cells * ks.row_bytes, "attention", "k");
     need_bytes(a.v, (size_t)a.n_cells * vs.row_bytes, "attention", "v");
     need_bytes(a.offsets, ((size_t)a.n_rows + 1) * 4, "attention", "offsets");

@@ -236,6 +236,19 @@ TEST_F(GpuTest, KvWriteRefusesWhatTheDeviceCannotStore) {
     f.head_dim = 96;
     f.rot = 64;  // not a divisor of the head
     EXPECT_THROW(ops->kv_write(*cl, gpu::whole(b), 96, 1, gpu::whole(b), gpu::whole(b), f), Error);
+    gpu::AttentionOp a;
+    a.n_rows = 1;
+    a.n_head = a.n_head_kv = 1;
+    a.head_dim = 96;
+    a.n_cells = 1;
+    a.out_stride = 96;
+    a.k_type = GgmlType::Q8_0;
+    a.k_rot = 64;
+    a.q = a.k = a.v = a.offsets = a.cells = a.out = gpu::whole(b);
+    EXPECT_THROW(ops->attention(*cl, a), Error);
+    a.k_rot = 0;
+    a.v_type = GgmlType::Q4_K;  // not a KV type
+    EXPECT_THROW(ops->attention(*cl, a), Error);
 }
 
 }  // namespace
