@@ -49,15 +49,22 @@ TEST_F(GpuTest, KvWriteGivesTheCpuBytesPerType) {
         {GgmlType::Q5_1, 64, true},        {GgmlType::Q5_0, 32, false},       {GgmlType::F32, 40, true},
         {GgmlType::BF16, 72, true},
     };
-    const int n_head_kv = 3, n_cells = 9, n_rows = 6;
-    const uint32_t cells[n_rows] = {6, 1, 3, 2, 7, 8};
+    const int n_head_kv = 3, n_cells = 10, n_rows = 8;
+    const uint32_t cells[n_rows] = {6, 1, 3, 2, 7, 8, 0, 9};
     for (const WriteCase& wc : cases) {
         KvCache kv = one_layer_cache(wc.type, wc.type, n_head_kv, wc.head_dim, n_cells, wc.rotate);
         const int64_t n_embd = (int64_t)n_head_kv * wc.head_dim, stride = n_embd + 5;
         std::vector<float> x = random_floats((size_t)(n_rows * stride), 100 + (uint32_t)wc.head_dim, -1.0f, 1.0f);
-        const float scales[n_rows] = {1.0f, 1e-3f, 37.0f, 0.0f, 2.5e-2f, 400.0f};  // row 3: all zeros
+        const float scales[n_rows] = {1.0f, 1e-3f, 37.0f, 0.0f, 2.5e-2f, 400.0f, 1.0f, 1.0f};  // row 3: all zeros
         for (int r = 0; r < n_rows; r++)
             for (int64_t i = 0; i < n_embd; i++) x[(size_t)(r * stride + i)] *= scales[r];
+        // Rows 6 and 7: exact rounding ties of the unrotated legacy blocks (d = 1: 127 / 127, -8 / -8), values on
+        // halves: q8_0 rounds them away from zero, q4_0 truncates x + 8.5 at an integer.
+        for (int64_t i = 0; i < n_embd; i++) {
+            const float half = 0.5f * (float)(i % 17) - 4.0f;
+            x[(size_t)(6 * stride + i)] = i % 32 == 0 ? 127.0f : half;
+            x[(size_t)(7 * stride + i)] = i % 32 == 0 ? -8.0f : half;
+        }
         for (int r = 0; r < n_rows; r++) {
             kv.write_k(0, (int)cells[r], &x[(size_t)(r * stride)]);
             kv.write_v(0, (int)cells[r], &x[(size_t)(r * stride)]);
