@@ -17,6 +17,7 @@
 #include "sample/grammar.h"
 #include "sample/json_schema.h"
 #include "server/mcp_tools.h"
+#include "server/model_presets.h"
 #include "server/model_router.h"
 #include "server/server.h"
 #include "server/tools_builtin.h"
@@ -47,18 +48,6 @@ struct ServeOptions {
     std::vector<server::McpServerConfig> mcp_servers;
 };
 
-std::vector<std::string> split_commas(const std::string& s) {
-    std::vector<std::string> out;
-    size_t start = 0;
-    while (start <= s.size()) {
-        size_t end = s.find(',', start);
-        if (end == std::string::npos) end = s.size();
-        if (end > start) out.push_back(s.substr(start, end - start));
-        start = end + 1;
-    }
-    return out;
-}
-
 // --reasoning on|off (auto is handled by the caller).
 bool parse_on_off_auto(const std::string& v, const char* flag) {
     if (v == "on" || v == "1" || v == "true" || v == "enabled") return true;
@@ -78,7 +67,7 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
     p.custom("--cors-origins", "LIST",
              "browser origins allowed, comma list; * any origin; localhost: any origin on this machine [*]",
              [&o](const std::string& v) {
-                 o.srv.cors_origins = split_commas(v);
+                 o.srv.cors_origins = server::split_list(v);
                  o.cors_origins_given = true;
              });
     p.flag("--cors-credentials", &s.cors_credentials,
@@ -133,7 +122,7 @@ void add_server_options(ArgParser& p, ServeOptions& o) {
              "grep_search, exec_shell_command, write_file, edit_file, get_info. They read and write files and run "
              "commands as this user for anyone who can reach the server: never on an untrusted network; "
              "CORS becomes localhost-only unless --cors-origins is given [none]",
-             [&s](const std::string& v) { s.tools = split_commas(v); });
+             [&s](const std::string& v) { s.tools = server::split_list(v); });
     p.str("--tools-runtime", &s.tools_runtime, "SPEC",
           "where the tools run: docker:IMAGE / podman:IMAGE (a container started now, removed at exit), "
           "docker-container:ID / podman-container:ID (a running one), ssh:USER@HOST (key auth, known host) "
@@ -301,12 +290,12 @@ void finish_options(ServeOptions& o) {
         fail("no model given (use -m FILE, or --models-dir DIR / --models-preset FILE for router mode)");
     s.model_path = o.model.model;
     s.verbose = log_level() == LogLevel::debug;  // -v: every OpenAI reply carries __verbose, as in llama-server
-    s.api_keys = split_commas(o.api_key);
+    s.api_keys = server::split_list(o.api_key, false);
     if (!o.api_key_file.empty()) {  // one key per line
         std::string text = read_file(o.api_key_file);
         for (char& c : text)
             if (c == '\n' || c == '\r') c = ',';
-        for (const std::string& key : split_commas(text)) s.api_keys.push_back(key);
+        for (const std::string& key : server::split_list(text, false)) s.api_keys.push_back(key);
     }
     if (o.no_cont_batching) fail("-nocb/--no-cont-batching is not supported: Bee always batches continuously");
     s.cache_prompt = o.cache_prompt;

@@ -206,15 +206,17 @@ std::string ini_text(const std::string& name, const std::vector<std::pair<std::s
 
 }  // namespace
 
-std::vector<std::string> split_list(const std::string& s) {
+std::vector<std::string> split_list(const std::string& s, bool trim) {
     std::vector<std::string> out;
     size_t at = 0;
     while (at <= s.size()) {
         size_t end = s.find(',', at);
         if (end == std::string::npos) end = s.size();
         std::string item = s.substr(at, end - at);
-        item.erase(0, item.find_first_not_of(" \t"));
-        item.erase(item.find_last_not_of(" \t") + 1);
+        if (trim) {
+            item.erase(0, item.find_first_not_of(" \t"));
+            item.erase(item.find_last_not_of(" \t") + 1);
+        }
         if (!item.empty()) out.push_back(item);
         at = end + 1;
     }

@@ -32,8 +32,9 @@ struct IniSection {
 std::vector<IniSection> parse_preset_ini(const std::string& text, const std::string& path);
 
 // "true"/"on"/"enabled"/"1" and "false"/"off"/"disabled"/"0", as llama-server reads preset booleans.
-// "a, b,,c" -> {"a", "b", "c"}: a comma list with the blanks around items and the empty items dropped.
-std::vector<std::string> split_list(const std::string& s);
+// "a, b,,c" -> {"a", "b", "c"}: a comma list with the blanks around items and the empty items dropped;
+// trim false keeps each item's bytes as given (API keys are compared byte for byte).
+std::vector<std::string> split_list(const std::string& s, bool trim = true);
 bool is_truthy(const std::string& v);
 bool is_falsey(const std::string& v);
 
