@@ -91,7 +91,9 @@ TEST_P(OffloadTiny, LogitsMatchTheCpu) {
     std::vector<float> rest = decode_chunks(cpu, std::vector<int32_t>(toks.begin() + 5, toks.end()), 5, 0, 1);
     want.insert(want.end(), rest.begin(), rest.end());
     DEVICE_ENGINE_OR_SKIP(dev, *tm.model, offload_params(GetParam().ngl));
-    EXPECT_EQ(dev->offload()->first_layer(), std::max(0, tm.cfg.n_layer - GetParam().ngl));
+    for (int il = 0; il < tm.cfg.n_layer; il++)
+        EXPECT_EQ(dev->offload()->on_device(il), il >= tm.cfg.n_layer - GetParam().ngl) << il;
+    EXPECT_EQ(dev->offload()->has_head(), GetParam().ngl >= tm.cfg.n_layer);
     std::vector<float> got = decode_chunks(*dev, std::vector<int32_t>(toks.begin(), toks.begin() + 5), 0, 0, 5);
     rest = decode_chunks(*dev, std::vector<int32_t>(toks.begin() + 5, toks.end()), 5, 0, 1);
     got.insert(got.end(), rest.begin(), rest.end());
