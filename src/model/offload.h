@@ -83,6 +83,7 @@ public:
     virtual bool on_device(int il) const = 0;  // layer il runs here
     virtual bool has_head() const = 0;         // the output norm and head run here
     virtual bool kv_on_device() const = 0;     // false with -nkvo: attention through HostAttention
+    virtual int device_index() const = 0;      // N of the device's VulkanN in --list-devices
     // "layers 10..29 and the output head on NVIDIA H200 (83.2 MiB of weights, 45.0 MiB of KV)"
     virtual std::string describe() const = 0;
 

@@ -35,6 +35,7 @@ int tensor_layer(const std::string& name, int n_layer) {
 }  // namespace
 
 void parse_tensor_overrides(const std::string& value, std::vector<TensorOverride>* out) {
+    std::vector<TensorOverride> got;  // appended only when the whole value is good
     size_t start = 0;
     while (start <= value.size()) {
         size_t end = value.find(',', start);
@@ -59,9 +60,10 @@ void parse_tensor_overrides(const std::string& value, std::vector<TensorOverride
                 value.c_str(), b.c_str());
         }
         compile(o);  // a bad regex is refused at the command line already
-        out->push_back(std::move(o));
+        got.push_back(std::move(o));
         start = end + 1;
     }
+    out->insert(out->end(), got.begin(), got.end());
 }
 
 int OffloadPlan::n_device_layers() const {

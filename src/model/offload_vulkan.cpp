@@ -38,6 +38,7 @@ public:
     bool on_device(int il) const override { return il >= 0 && il < hp_.n_layer && plan_.layers[(size_t)il]; }
     bool has_head() const override { return (bool)output_; }
     bool kv_on_device() const override { return kv_offload_; }
+    int device_index() const override { return dev_->info().index; }
     std::string describe() const override;
     void begin(const OffloadStep& s) override;
     void upload_x(const float* x) override;
