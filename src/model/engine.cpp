@@ -85,7 +85,7 @@ void Engine::start_offload() {
     if (op.n_gpu_layers <= 0 && op.overrides.empty()) return;
     const OffloadPlan plan = plan_offload(model_, op);  // bad -ot patterns are refused even without a device
     for (const std::string& note : plan.notes) BEE_LOG_INFO("-ot: %s", note.c_str());
-    const std::string what = strfmt("-ngl %d%s", op.n_gpu_layers, op.overrides.empty() ? "" : " with -ot");
+    const std::string what = op.n_gpu_layers > 0 ? strfmt("-ngl %d", op.n_gpu_layers) : std::string("-ot");
     if (!plan.any()) {
         BEE_LOG_INFO("%s: every layer runs on the CPU", what.c_str());
     } else if (op.device == "none") {  // llama.cpp's -dev none
