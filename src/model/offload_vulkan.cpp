@@ -387,9 +387,10 @@ std::unique_ptr<Offload> Offload::create(const Model& model, const KvCache& kv, 
         for (int il = 0; il < kv.params().n_layer; il++) types.push_back(kv.v_type(il));
         for (GgmlType t : types) {
             if (!gpu::Ops::supports_kv(t))
-                fail("-ngl: the device KV cache has no %s: pick another type with -ctk / -ctv, keep the K/V of "
-                     "offloaded layers in host memory (-nkvo), or -ngl 0",
-                     ggml_type_name(t));
+                fail(
+                    "-ngl: the device KV cache has no %s: pick another type with -ctk / -ctv, keep the K/V of "
+                    "offloaded layers in host memory (-nkvo), or -ngl 0",
+                    ggml_type_name(t));
             if (kv_padded_dim(t, hp.head_dim) > 256)
                 fail("-ngl: heads of %d values take %d in %s blocks; the device takes at most 256", hp.head_dim,
                      kv_padded_dim(t, hp.head_dim), ggml_type_name(t));

@@ -70,4 +70,27 @@ inline Compare compare_logits(const std::vector<float>& dev, const std::vector<f
 // keeps them in f32.
 inline double tolerance(GgmlType t) { return t == GgmlType::F32 ? 2e-4 : 3e-2; }
 
+// The sequence-memory script the offload tests run on the CPU and on a device: decode 10 tokens, save,
+// clear, load, drop positions 2 and 3 (the rest moves down, K re-rotated), decode the rest token by token.
+inline std::vector<float> seq_memory_script(Engine& eng, const std::vector<int32_t>& toks) {
+    std::vector<float> logits = decode_chunks(eng, std::vector<int32_t>(toks.begin(), toks.begin() + 10), 0, 0, 10);
+    const SeqState st = eng.memory().save(0);
+    eng.memory().clear(0);
+    EXPECT_TRUE(eng.memory().load(0, st));
+    eng.memory().move_down(0, 2, 4, 10);
+    std::vector<float> more = decode_chunks(eng, std::vector<int32_t>(toks.begin() + 10, toks.end()), 8, 0, 1);
+    logits.insert(logits.end(), more.begin(), more.end());
+    return logits;
+}
+
+// One prefill of `toks` capturing the input of layers 0..3 (3: the final hidden state), logits of the last.
+inline DecodeOutput decode_capturing(Engine& eng, const std::vector<int32_t>& toks) {
+    Batch b;
+    for (size_t i = 0; i < toks.size(); i++) b.add(toks[i], (int32_t)i, 0, i + 1 == toks.size());
+    b.capture_layers = {0, 1, 2, 3};
+    DecodeOutput out;
+    eng.decode(b, out);
+    return out;
+}
+
 }  // namespace bee::test

@@ -87,14 +87,7 @@ TEST(OffloadBatchInvariance, RowsAloneAndInBatches) {
 TEST(OffloadCapture, HiddenStatesAcrossTheBoundary) {
     const TinyModel& tm = tiny_model("qwen3");  // 3 layers: 0 on the CPU, 1 and 2 on the device
     const std::vector<int32_t> toks = tiny_tokens(6, tm.cfg.n_vocab, 51);
-    auto run = [&](Engine& eng) {
-        Batch b;
-        for (int i = 0; i < 6; i++) b.add(toks[(size_t)i], i, 0, i == 5);
-        b.capture_layers = {0, 1, 2, 3};
-        DecodeOutput out;
-        eng.decode(b, out);
-        return out;
-    };
+    auto run = [&](Engine& eng) { return decode_capturing(eng, toks); };
     Engine cpu(*tm.model, engine_params(1));
     const DecodeOutput want = run(cpu);
     DEVICE_ENGINE_OR_SKIP(dev, *tm.model, offload_params(2));
@@ -115,16 +108,7 @@ TEST(OffloadSeqMemory, SaveLoadAndShift) {
     const TinyModel& tm = tiny_model("llama");
     const int nv = tm.cfg.n_vocab;
     const std::vector<int32_t> toks = tiny_tokens(kN, nv, 61);
-    auto script = [&](Engine& eng) {
-        std::vector<float> logits = decode_chunks(eng, std::vector<int32_t>(toks.begin(), toks.begin() + 10), 0, 0, 10);
-        const SeqState st = eng.memory().save(0);
-        eng.memory().clear(0);
-        EXPECT_TRUE(eng.memory().load(0, st));
-        eng.memory().move_down(0, 2, 4, 10);  // drop positions 2, 3: the rest moves down by 2
-        std::vector<float> more = decode_chunks(eng, std::vector<int32_t>(toks.begin() + 10, toks.end()), 8, 0, 1);
-        logits.insert(logits.end(), more.begin(), more.end());
-        return logits;
-    };
+    auto script = [&](Engine& eng) { return seq_memory_script(eng, toks); };
     Engine cpu(*tm.model, engine_params(1));
     const std::vector<float> want = script(cpu);
     DEVICE_ENGINE_OR_SKIP(dev, *tm.model, offload_params(1));
@@ -204,16 +188,7 @@ TEST_P(OffloadKv, MatchesTheCpuIsBatchInvariantAndSavesLoads) {
     dev->memory().clear(0);
     cpu.memory().clear(0);
 
-    auto script = [&](Engine& eng) {
-        std::vector<float> logits = decode_chunks(eng, std::vector<int32_t>(toks.begin(), toks.begin() + 10), 0, 0, 10);
-        const SeqState st = eng.memory().save(0);
-        eng.memory().clear(0);
-        EXPECT_TRUE(eng.memory().load(0, st));
-        eng.memory().move_down(0, 2, 4, 10);
-        std::vector<float> more = decode_chunks(eng, std::vector<int32_t>(toks.begin() + 10, toks.end()), 8, 0, 1);
-        logits.insert(logits.end(), more.begin(), more.end());
-        return logits;
-    };
+    auto script = [&](Engine& eng) { return seq_memory_script(eng, toks); };
     const Compare cs = compare_logits(script(*dev), script(cpu), nv);
     EXPECT_LT(cs.rel, kc.tol) << "after save / load / shift: " << desc;
     EXPECT_EQ(cs.greedy_mismatch, 0) << "after save / load / shift: " << desc;

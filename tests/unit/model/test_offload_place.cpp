@@ -159,14 +159,7 @@ TEST(OffloadPlaced, HiddenStatesAcrossEveryBoundary) {
     const std::string dev = device_buffer(*tm.model);
     if (dev.empty()) OFFLOAD_SKIP_OR_FAIL("no Vulkan device (or no Vulkan in this build)");
     const std::vector<int32_t> toks = tiny_tokens(6, tm.cfg.n_vocab, 81);
-    auto run = [&](Engine& eng) {
-        Batch b;
-        for (int i = 0; i < 6; i++) b.add(toks[(size_t)i], i, 0, i == 5);
-        b.capture_layers = {0, 1, 2, 3};
-        DecodeOutput out;
-        eng.decode(b, out);
-        return out;
-    };
+    auto run = [&](Engine& eng) { return decode_capturing(eng, toks); };
     Engine cpu(*tm.model, engine_params(1));
     const DecodeOutput want = run(cpu);
     for (bool nkvo : {false, true}) {
@@ -188,16 +181,7 @@ TEST(OffloadPlaced, NkvoSeqMemory) {
     const TinyModel& tm = tiny_model("llama");
     const int nv = tm.cfg.n_vocab;
     const std::vector<int32_t> toks = tiny_tokens(16, nv, 91);
-    auto script = [&](Engine& eng) {
-        std::vector<float> logits = decode_chunks(eng, std::vector<int32_t>(toks.begin(), toks.begin() + 10), 0, 0, 10);
-        const SeqState st = eng.memory().save(0);
-        eng.memory().clear(0);
-        EXPECT_TRUE(eng.memory().load(0, st));
-        eng.memory().move_down(0, 2, 4, 10);
-        std::vector<float> more = decode_chunks(eng, std::vector<int32_t>(toks.begin() + 10, toks.end()), 8, 0, 1);
-        logits.insert(logits.end(), more.begin(), more.end());
-        return logits;
-    };
+    auto script = [&](Engine& eng) { return seq_memory_script(eng, toks); };
     Engine cpu(*tm.model, engine_params(1, 512, 1, Q8));
     const std::vector<float> want = script(cpu);
     EngineParams p = offload_params(99);
