@@ -29,21 +29,27 @@ struct CycleRecord {
 // base = EWMA of plain cycles, slope = EWMA(cycle - base) / EWMA(rows) over drafted cycles. It is a
 // property of the process, not of a request, so SpecShared keeps one that every sequence's profit
 // controller shares (a new request starts with the curve known); one curve per context bucket (<8K, <16K,
-// <32K, <64K, <96K, >=96K tokens: attention grows with the context). Used from the one inference thread
-// (run loop / server scheduler), so it has no lock.
+// <32K, <64K, <96K, >=96K tokens: attention grows with the context). A server's shared steps are samples
+// too (rows = every row of the step but one): until a plain cycle alone has been timed, the line is a least-
+// squares fit over the samples (EWMAs of x, y, x², xy), once their row counts vary. Used from the one
+// inference thread (run loop / server scheduler), so it has no lock.
 class VerifyCostModel {
 public:
     explicit VerifyCostModel(double alpha = 0.05) : alpha_(alpha) {}
     void add(int32_t n_past, double rows, double cycle_ms);  // rows 0: a plain (no draft) cycle
     // Predicted cycle ms with `rows` draft rows at context n_past; negative: not measured yet.
     double predict(int32_t n_past, double rows) const;
-    bool has_baseline(int32_t n_past) const { return lines_[bucket(n_past)].n_base > 0; }
+    bool has_baseline(int32_t n_past) const { return predict(n_past, 0) > 0; }
     static int bucket(int32_t n_past);
 
 private:
     struct Line {
         double base = 0, dy = 0, rows = 0;  // EWMAs: plain cycle ms; extra ms and rows of drafted cycles
         int n_base = 0, n_drafted = 0;
+        double mx = 0, my = 0, mxx = 0, mxy = 0;  // EWMAs over every sample, for the fit
+        int n_fit = 0;
+        // The fitted line (false: too few samples, or their rows do not vary enough).
+        bool fit(double& a, double& b) const;
     };
     double alpha_;
     std::array<Line, 6> lines_{};
@@ -56,6 +62,14 @@ public:
     virtual int next(int base) = 0;
     virtual void record(const CycleRecord& c) = 0;
     virtual const char* name() const = 0;
+    // The step the next cycle joins (a server's shared batch): rows the other sequences decode in it and
+    // tokens they are expected to emit. A draft row then slows every sequence of the step, so the profit
+    // controller weighs the step's throughput: (other_tokens + 1 + E(n)) / cost(other_rows + rows(n)).
+    // 0, 0 (the default): the cycle decodes this sequence alone.
+    virtual void set_batch(int other_rows, int other_tokens) {
+        (void)other_rows;
+        (void)other_tokens;
+    }
     // A request starts: begin from what earlier requests learnt (depth_prior.h). Policies that keep no
     // estimates ignore it.
     virtual void seed(const DepthPrior& prior) { (void)prior; }

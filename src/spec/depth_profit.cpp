@@ -111,6 +111,11 @@ public:
         if (c.depth == 0) n_plain_++;
     }
 
+    void set_batch(int other_rows, int other_tokens) override {
+        other_rows_ = std::max(other_rows, 0);
+        other_tokens_ = std::max(other_tokens, 0);
+    }
+
     void seed(const DepthPrior& prior) override {
         prior_ = prior;
         reset(base_);
@@ -141,11 +146,13 @@ private:
     }
 
     // The first depth of a seeded request: the best-scoring rung, or 0 if none beats the baseline by
-    // profit_min. False (keep the usual warm-up) when the prior or the cost curve cannot score yet.
+    // profit_min. False (keep the usual warm-up) when the prior or the cost curve cannot score yet (a prior
+    // folded only from requests that never drafted knows no depth).
     bool start_from_prior() {
         int best = -1;
         double best_score = -1.0;
         for (int n : rungs()) {
+            if (n == 0) continue;
             const double s = score(n);
             if (s > best_score) {
                 best_score = s;
@@ -185,7 +192,8 @@ private:
 
     // Expected tokens per second at depth n, or a negative value if not enough is known yet: accepted
     // tokens E(n) = sum of survival over positions < n, rows = width x sum of reach (how often the
-    // drafters propose that far), time from the cost curve.
+    // drafters propose that far), time from the cost curve. In a shared step the other sequences' rows and
+    // tokens count too (set_batch): the step's throughput, which this sequence's draft rows slow for all.
     double score(int n) const {
         double expected = 0, rows = 0;
         for (int pos = 0; pos < n; pos++) {
@@ -194,8 +202,8 @@ private:
             rows += reach_[pos].v;
         }
         if (n > 0) rows *= width_.n > 0 ? std::max(1.0, width_.v) : 1.0;
-        const double ms = cost_->predict(n_past_, rows);
-        return ms > 0 ? (1.0 + expected) * 1000.0 / ms : -1.0;
+        const double ms = cost_->predict(n_past_, other_rows_ + rows);
+        return ms > 0 ? (other_tokens_ + 1.0 + expected) * 1000.0 / ms : -1.0;
     }
 
     void decide() {
@@ -236,6 +244,7 @@ private:
     Ewma width_;                  // draft rows per drafted position (1 for chains, more for trees)
     int n_plain_ = 0;             // plain cycles of this sequence (the baseline is seeded with them)
     int32_t n_past_ = 0;          // the context at the last cycle (the cost curve's bucket)
+    int other_rows_ = 0, other_tokens_ = 0;  // the step the next cycle joins (set_batch)
     int full_streak_ = 0;         // cycles in a row whose draft reached the depth and was all accepted
     DepthPrior prior_;            // the process's prior at this request's start (seed())
     bool start_pending_ = false;  // seeded: pick the first depth from the prior at the next next()

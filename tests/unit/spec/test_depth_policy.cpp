@@ -3,6 +3,9 @@
 // one with nothing accepted does not).
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+
 #include "base/error.h"
 #include "spec/depth_policy.h"
 
@@ -91,6 +94,51 @@ TEST(VerifyCost, LinearInRowsPerContextBucket) {
     EXPECT_EQ(VerifyCostModel::bucket(8191), 0);
     EXPECT_EQ(VerifyCostModel::bucket(8192), 1);
     EXPECT_EQ(VerifyCostModel::bucket(1 << 20), 5);
+}
+
+// A server whose slots are never alone learns the curve from its shared steps: a least-squares line over
+// samples whose row counts vary (none that do not vary), until a plain cycle alone is timed.
+TEST(VerifyCost, FitsSharedStepsWithoutAPlainCycle) {
+    VerifyCostModel same;
+    for (int i = 0; i < 8; i++) same.add(100, 3, 17.5);
+    EXPECT_LT(same.predict(100, 0), 0);  // one row count: no line
+    VerifyCostModel m;
+    for (int rows : {3, 4, 3, 7, 5, 3, 4, 9}) m.add(100, rows, 10 + 2.5 * rows);
+    EXPECT_NEAR(m.predict(100, 0), 10, 1e-9);
+    EXPECT_NEAR(m.predict(100, 2), 15, 1e-9);
+    EXPECT_TRUE(m.has_baseline(100));
+    m.add(100, 0, 12);  // a plain cycle alone: the anchored curve takes over
+    EXPECT_DOUBLE_EQ(m.predict(100, 0), 12);
+}
+
+// One accepted token every other cycle (at the first position only) pays alone on a curve where a row
+// costs a quarter of a plain decode: 1.5 tokens for 1.25 decodes. In a step three other slots share, each
+// row slows all four: 4.5 tokens for 8 rows' time against 4 for 7, so the controller stops drafting.
+TEST(DepthPolicy, ProfitPricesDraftsByTheStepTheyJoin) {
+    DepthParams p = adaptive("profit");
+    p.probe_interval = 1000;
+    for (int others : {0, 3}) {
+        SCOPED_TRACE("other slots " + std::to_string(others));
+        auto cost = std::make_shared<VerifyCostModel>();
+        for (int i = 0; i < 4; i++) {
+            cost->add(0, 0, 10);
+            cost->add(0, 4, 20);
+        }
+        auto pol = make_depth_policy(p, cost);
+        int drafted = 0;
+        for (int i = 0; i < 300; i++) {
+            pol->set_batch(others, others);
+            const int depth = pol->next(8);
+            if (i >= 250) drafted += depth > 0;
+            CycleRecord c;
+            c.depth = c.n_drafted = depth;
+            c.n_accepted = depth > 0 && i % 2 == 0 ? 1 : 0;
+            c.timed = false;  // the curve stays as given
+            pol->record(c);
+        }
+        if (others == 0) EXPECT_GE(drafted, 45);
+        else EXPECT_EQ(drafted, 0);
+    }
 }
 
 // A CPU-like curve: every row costs a quarter of a plain decode. Three of eight draft tokens are accepted
