@@ -89,17 +89,17 @@ public:
     void record(const CycleRecord& c) override {
         n_past_ = c.n_past;
         const int nodes = c.n_nodes >= 0 ? c.n_nodes : c.n_drafted;
-        if (c.depth > 0) {
+        // A cycle whose drafters proposed nothing cost no verify row and says nothing about acceptance:
+        // survival and reach are estimated over the cycles that drafted (the depth matters only for those).
+        if (c.depth > 0 && c.n_drafted > 0) {
             const int d = std::min(c.depth, kMaxDepth);
             for (int pos = 0; pos < d; pos++) {
                 survival_[pos].add(c.n_accepted > pos ? 1.0 : 0.0, alpha_);
                 reach_[pos].add(c.n_drafted > pos ? 1.0 : 0.0, alpha_);
             }
             for (int pos = 0; pos < d; pos++) own_[pos] = true;
-            if (c.n_drafted > 0) {
-                width_.add((double)nodes / c.n_drafted, alpha_);
-                own_width_ = true;
-            }
+            width_.add((double)nodes / c.n_drafted, alpha_);
+            own_width_ = true;
             const bool full = c.n_drafted >= c.depth && c.n_accepted >= c.depth;
             full_streak_ = full ? full_streak_ + 1 : 0;
             if (full && cur_ == 0 && warm_done_ >= warmup_) {  // a probe that wholly paid: drafting on
