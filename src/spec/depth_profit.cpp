@@ -4,12 +4,18 @@
 //
 // Where Bee differs from the spec, and why: cycle time is not an EWMA per depth (a depth never drafted
 // was estimated as costing the same verify as its neighbour, which on a CPU — every extra row costs a
-// quarter of a plain decode on SmolLM2 — made deep drafts look free) but the process's verify cost
-// curve (VerifyCostModel: plain cycle + slope x rows), applied to the rows a depth is expected to
-// draft (drafters often propose fewer tokens than the cap). The curve is shared across requests, so a
-// new request does not re-learn it. Survival beyond the current depth is only seen in explorations, so
-// a controller that settled shallow stayed there on copy runs; two cycles in a row whose draft filled the
-// depth and was wholly accepted now move it one rung up (the fringe controller's edge idea).
+// quarter of a plain decode on SmolLM2 — made deep drafts look free) but the process's step cost
+// curve (VerifyCostModel: step ms by rows), applied to the rows a depth is expected to draft (drafters
+// often propose fewer tokens than the cap). The curve is shared across requests, so a new request does
+// not re-learn it. Survival beyond the current depth is only seen in explorations, so a controller that
+// settled shallow stayed there on copy runs; two cycles in a row whose draft filled the depth and was
+// wholly accepted now move it one rung up (the fringe controller's edge idea). Down, it goes straight to
+// the best depth (a deep draft that does not pay costs every cycle it stays).
+//
+// In a server step several slots share (set_batch), a draft row slows every slot of the step, so a depth
+// is scored by the step's throughput: the other slots' tokens and rows count too. Such a step warms up at
+// a depth of at most kSharedWarmupDepth: four slots warming up at 16 made steps of 68 rows, ~8x a plain
+// step on Gemma 3 (each row pays its 262k-entry output head).
 //
 // Requests start from the process's prior (depth_prior.h) instead of from nothing: survival, reach and
 // width are seeded with the prior's values (counted as min_samples samples, so the request's own cycles
@@ -27,6 +33,7 @@ namespace bee {
 namespace {
 
 constexpr int kMaxDepth = 128;
+constexpr int kSharedWarmupDepth = 4;  // warm-up depth in a shared step (deeper drafts are reached by climbing)
 
 struct Ewma {
     double v = 0;
@@ -51,15 +58,15 @@ public:
         base = std::min(base, kMaxDepth);
         if (base != base_) reset(base);
         // seed the no-speculation baseline first (unless earlier requests did)
-        if (n_plain_ < min_samples_ && !cost_->has_baseline(n_past_)) return 0;
+        if (n_plain_ < min_samples_ && !cost_->has_baseline(n_past_, other_rows_)) return 0;
         if (start_pending_) {
             start_pending_ = false;
             if (start_from_prior()) warm_done_ = warmup_;
         }
-        if (warm_done_ < warmup_) {
+        if (warm_done_ < warmup_) {  // in a step other slots share, every warm-up row slows them all
             warm_done_++;
-            cur_ = base;
-            return base;
+            cur_ = other_rows_ > 0 ? std::min(base, kSharedWarmupDepth) : base;
+            return cur_;
         }
         decide();
         if (cur_ > 0 && full_streak_ >= 2) {  // drafts cut by the cap and wholly accepted: try deeper
@@ -230,7 +237,7 @@ private:
         if (bi > ci && best_score > cur_score * (1.0 + p_.raise_margin))
             cur_ = ladder[std::min(bi, ci + 2)];  // climb at most two rungs
         else if (bi < ci && best_score > cur_score * (1.0 + p_.lower_margin))
-            cur_ = ladder[ci - 1];  // one rung down per decision
+            cur_ = best;  // straight down: a deep draft that does not pay costs every cycle it stays
     }
 
     DepthParams p_;
