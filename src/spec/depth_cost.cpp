@@ -16,8 +16,8 @@ int VerifyCostModel::bucket(int32_t n_past) {
 
 // Row counts 0..16 each have a bin; above, ranges that widen with the count (bin edges below).
 int VerifyCostModel::bin(double rows) {
-    constexpr int kEdges[] = {17, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320, 384,
-                              448, 512, 640};
+    constexpr int kEdges[] = {17,  20,  24,  28,  32,  40,  48,  56,  64,  80,  96,
+                              112, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640};
     static_assert(17 + std::size(kEdges) <= kBins);
     const int r = std::max(0, (int)std::lround(rows));
     if (r < 17) return r;

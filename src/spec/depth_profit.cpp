@@ -33,7 +33,9 @@ namespace bee {
 namespace {
 
 constexpr int kMaxDepth = 128;
-constexpr int kSharedWarmupDepth = 4;  // warm-up depth in a shared step (deeper drafts are reached by climbing)
+constexpr int kSharedWarmupDepth = 4;
+constexpr int kMaxProbeBackoff =
+    3;  // off, the probe interval doubles per failed probe up to 2^3 times  // warm-up depth in a shared step (deeper drafts are reached by climbing)
 
 struct Ewma {
     double v = 0;
@@ -76,11 +78,15 @@ public:
             full_streak_ = 0;
         }
         if (cur_ == 0) {  // off: probe now and then so a workload that turns repetitive is noticed
-            off_cycles_++;
-            if (off_cycles_ % std::max(1, p_.probe_interval) == 0)
+            // each probe that does not pay doubles the wait for the next (up to 8x --spec-dm-probe-interval)
+            const int interval = std::max(1, p_.probe_interval) << std::min(failed_probes_, kMaxProbeBackoff);
+            if (++off_cycles_ >= interval) {
+                off_cycles_ = 0;
                 return std::min(base, std::max(2, (int)std::lround(base * p_.probe_fraction)));
+            }
             return 0;
         }
+        failed_probes_ = 0;
         active_cycles_++;
         if (p_.baseline_interval > 0 && active_cycles_ % p_.baseline_interval == 0) return 0;
         if (p_.explore_interval > 0 && active_cycles_ % p_.explore_interval == 0) {
@@ -111,7 +117,9 @@ public:
             full_streak_ = full ? full_streak_ + 1 : 0;
             if (full && cur_ == 0 && warm_done_ >= warmup_) {  // a probe that wholly paid: drafting on
                 cur_ = d;
-                losing_ = full_streak_ = 0;
+                losing_ = full_streak_ = failed_probes_ = 0;
+            } else if (cur_ == 0 && warm_done_ >= warmup_) {
+                failed_probes_++;
             }
         }
         if (c.timed) cost_->add(c.n_past, nodes, c.cycle_ms);
@@ -179,7 +187,7 @@ private:
         width_ = Ewma{};
         n_plain_ = 0;
         cur_ = std::max(base, 0);
-        warm_done_ = off_cycles_ = active_cycles_ = explorations_ = losing_ = full_streak_ = 0;
+        warm_done_ = off_cycles_ = active_cycles_ = explorations_ = losing_ = full_streak_ = failed_probes_ = 0;
         own_.assign(kMaxDepth, false);
         own_width_ = false;
         apply_prior();
@@ -246,16 +254,17 @@ private:
     int min_samples_ = 3, warmup_ = 3;
     int base_ = -1, cur_ = 0;
     int warm_done_ = 0, off_cycles_ = 0, active_cycles_ = 0, explorations_ = 0, losing_ = 0;
-    std::vector<Ewma> survival_;  // [pos]: P(accepted > pos) at the depths asked
-    std::vector<Ewma> reach_;     // [pos]: P(drafted > pos): the drafters' own length, capped by the depth
-    Ewma width_;                  // draft rows per drafted position (1 for chains, more for trees)
-    int n_plain_ = 0;             // plain cycles of this sequence (the baseline is seeded with them)
-    int32_t n_past_ = 0;          // the context at the last cycle (the cost curve's bucket)
+    int failed_probes_ = 0;                  // probes in a row since drafting was last on that drafted and did not pay
+    std::vector<Ewma> survival_;             // [pos]: P(accepted > pos) at the depths asked
+    std::vector<Ewma> reach_;                // [pos]: P(drafted > pos): the drafters' own length, capped by the depth
+    Ewma width_;                             // draft rows per drafted position (1 for chains, more for trees)
+    int n_plain_ = 0;                        // plain cycles of this sequence (the baseline is seeded with them)
+    int32_t n_past_ = 0;                     // the context at the last cycle (the cost curve's bucket)
     int other_rows_ = 0, other_tokens_ = 0;  // the step the next cycle joins (set_batch)
-    int full_streak_ = 0;         // cycles in a row whose draft reached the depth and was all accepted
-    DepthPrior prior_;            // the process's prior at this request's start (seed())
-    bool start_pending_ = false;  // seeded: pick the first depth from the prior at the next next()
-    std::vector<bool> own_;       // [pos]: this request drafted position pos (fold() updates only those)
+    int full_streak_ = 0;                    // cycles in a row whose draft reached the depth and was all accepted
+    DepthPrior prior_;                       // the process's prior at this request's start (seed())
+    bool start_pending_ = false;             // seeded: pick the first depth from the prior at the next next()
+    std::vector<bool> own_;                  // [pos]: this request drafted position pos (fold() updates only those)
     bool own_width_ = false;
 };
 

@@ -235,6 +235,37 @@ TEST(DepthPolicy, ProfitWarmsUpShallowInASharedStep) {
     EXPECT_EQ(alone->next(16), 16);  // alone, the warm-up is at the drafters' depth
 }
 
+// Off on a prompt where nothing is accepted, the probes come at 16, 32, 64, then every 128 cycles (each
+// probe that drafts and does not pay doubles the wait, up to 8x); a probe that pays resets the interval.
+TEST(DepthPolicy, ProfitBacksOffFailedProbes) {
+    DepthParams p = adaptive("profit");
+    auto pol = make_depth_policy(p);
+    std::vector<int> probes;
+    int i = 0;
+    const auto cycle = [&](bool pays) {
+        const int depth = pol->next(8);
+        CycleRecord c;
+        c.depth = c.n_drafted = depth;
+        c.n_accepted = pays ? depth : 0;
+        c.cycle_ms = 10 + 2.5 * depth;
+        pol->record(c);
+        return depth;
+    };
+    for (; i < 40; i++) cycle(false);  // baseline, warm-up, off
+    ASSERT_EQ(cycle(false), 0);
+    for (int k = 0; k < 600; k++)
+        if (cycle(false) > 0) probes.push_back(k);
+    ASSERT_GE(probes.size(), 5u);
+    std::vector<int> gaps;
+    for (size_t k = 1; k < probes.size(); k++) gaps.push_back(probes[k] - probes[k - 1]);
+    const std::vector<int> want_first = {64, 128, 128, 128};  // the 16- and 32-cycle waits came in the first 40
+    EXPECT_EQ(std::vector<int>(gaps.begin(), gaps.begin() + 4), want_first);
+    // a probe that fills its depth and is wholly accepted turns drafting on
+    int on = 0;
+    for (int k = 0; k < 200 && on == 0; k++) on = cycle(true);
+    EXPECT_GT(on, 0);
+}
+
 TEST(DepthPolicy, UnknownControllerIsAnError) {
     DepthParams p;
     p.controller = "greedy";
