@@ -430,6 +430,7 @@ bool Scheduler::build_batch() {
     // policy (drafters.md 2.9): in a shared step the time is mostly the other slots' rows.
     const bool timed = gen.size() == 1 && pre.empty();
     int n_out = 0;
+    const double t_draft = time_ms();  // the slots draft in add_draft_rows
     for (size_t i = 0; i < gen.size(); i++) {
         Slot& s = *gen[i];
         const int later = (int)(gen.size() - 1 - i);  // slots after this one: one row each at least
@@ -445,6 +446,7 @@ bool Scheduler::build_batch() {
         s.step_rows = 1;
         add_row(batch_, s.last_token(), (int32_t)s.cache.size(), s.id(), true);
     }
+    step_draft_ms_ = time_ms() - t_draft;
     step_cost_rows_ = 0;  // a shared step of generation rows only is a sample of the verify cost curve
     if (gen.size() > 1 && pre.empty()) {
         step_cost_rows_ = batch_.size();
@@ -477,10 +479,12 @@ bool Scheduler::build_batch() {
 }
 
 // A shared step of generation rows (plain rows and drafts of several slots) priced like a cycle with that
-// many rows but one (VerifyCostModel): the depth controllers of slots that are rarely alone learn the curve
-// from these, and price a draft by the step it joins (DepthPolicy::set_batch).
+// many rows but one (VerifyCostModel), without the slots' drafting time (each slot's depth controller adds
+// its own): the depth controllers of slots that are rarely alone learn the curve from these, and price a
+// draft by the step it joins (DepthPolicy::set_batch).
 void Scheduler::learn_step_cost(double ms) {
-    if (spec_ && step_cost_rows_ > 1) spec_->verify_cost()->add(step_cost_pos_, step_cost_rows_ - 1, ms);
+    if (spec_ && step_cost_rows_ > 1)
+        spec_->verify_cost()->add(step_cost_pos_, step_cost_rows_ - 1, std::max(0.0, ms - step_draft_ms_));
 }
 
 // Hidden-state capture for the slots whose drafters read the target's hidden states: the union of their

@@ -115,6 +115,7 @@ private:
     std::unique_ptr<SpecShared> spec_;  // null without --spec-type; declared before the slots using it
     int step_cost_rows_ = 0;            // rows of this step if it is a shared generation step (learn_step_cost)
     int32_t step_cost_pos_ = 0;         // its deepest context
+    double step_draft_ms_ = 0;          // the slots' drafting time in this step
     std::vector<Slot> slots_;
     std::unique_ptr<PromptCacheRam> ram_;        // null without --cache-ram
     std::deque<std::shared_ptr<Task>> waiting_;  // scheduler thread only

@@ -102,15 +102,21 @@ public:
     void record(const CycleRecord& c) override {
         n_past_ = c.n_past;
         const int nodes = c.n_nodes >= 0 ? c.n_nodes : c.n_drafted;
-        // A cycle whose drafters proposed nothing cost no verify row and says nothing about acceptance:
-        // survival and reach are estimated over the cycles that drafted (the depth matters only for those).
+        // reach[pos]: how often a cycle that asked for depth > pos got a draft that long (the drafters' own
+        // length, and confidence cuts); survival[pos]: how often a draft that long had pos + 1 accepted. A
+        // cycle whose drafters proposed nothing cost no verify row (only the drafting time) and says nothing
+        // about acceptance.
+        if (c.depth > 0) {
+            const int d = std::min(c.depth, kMaxDepth);
+            draft_ms_.add(std::max(0.0, c.draft_ms), alpha_);
+            for (int pos = 0; pos < d; pos++) {
+                reach_[pos].add(c.n_drafted > pos ? 1.0 : 0.0, alpha_);
+                if (c.n_drafted > pos) survival_[pos].add(c.n_accepted > pos ? 1.0 : 0.0, alpha_);
+                own_[pos] = true;
+            }
+        }
         if (c.depth > 0 && c.n_drafted > 0) {
             const int d = std::min(c.depth, kMaxDepth);
-            for (int pos = 0; pos < d; pos++) {
-                survival_[pos].add(c.n_accepted > pos ? 1.0 : 0.0, alpha_);
-                reach_[pos].add(c.n_drafted > pos ? 1.0 : 0.0, alpha_);
-            }
-            for (int pos = 0; pos < d; pos++) own_[pos] = true;
             width_.add((double)nodes / c.n_drafted, alpha_);
             own_width_ = true;
             const bool full = c.n_drafted >= c.depth && c.n_accepted >= c.depth;
@@ -122,7 +128,7 @@ public:
                 failed_probes_++;
             }
         }
-        if (c.timed) cost_->add(c.n_past, nodes, c.cycle_ms);
+        if (c.timed) cost_->add(c.n_past, nodes, c.cycle_ms - std::max(0.0, c.draft_ms));  // the target's part
         if (c.depth == 0) n_plain_++;
     }
 
@@ -142,7 +148,7 @@ public:
             survival[pos] = survival_[pos].v;
             reach[pos] = reach_[pos].v;
         }
-        prior.fold(survival, reach, own_, own_width_ ? width_.v : -1.0);
+        prior.fold(survival, reach, own_, own_width_ ? width_.v : -1.0, draft_ms_.n > 0 ? draft_ms_.v : -1.0);
     }
 
 private:
@@ -157,6 +163,7 @@ private:
         load(prior_.survival(), survival_);
         load(prior_.reach(), reach_);
         if (prior_.width().known) width_ = Ewma{prior_.width().v, min_samples_};
+        if (prior_.draft_ms().known) draft_ms_ = Ewma{prior_.draft_ms().v, min_samples_};
         start_pending_ = true;
     }
 
@@ -184,7 +191,7 @@ private:
         base_ = base;
         survival_.assign(kMaxDepth, Ewma{});
         reach_.assign(kMaxDepth, Ewma{});
-        width_ = Ewma{};
+        width_ = draft_ms_ = Ewma{};
         n_plain_ = 0;
         cur_ = std::max(base, 0);
         warm_done_ = off_cycles_ = active_cycles_ = explorations_ = losing_ = full_streak_ = failed_probes_ = 0;
@@ -206,19 +213,23 @@ private:
     }
 
     // Expected tokens per second at depth n, or a negative value if not enough is known yet: accepted
-    // tokens E(n) = sum of survival over positions < n, rows = width x sum of reach (how often the
-    // drafters propose that far), time from the cost curve. In a shared step the other sequences' rows and
-    // tokens count too (set_batch): the step's throughput, which this sequence's draft rows slow for all.
+    // tokens E(n) = sum over positions < n of reach x survival, rows = width x sum of reach (how often the
+    // drafters propose that far), time from the cost curve plus the drafting time of a cycle that drafts. A
+    // position the drafters hardly ever reach (reach < 0.1, measured) needs no survival of its own. In a
+    // shared step the other sequences' rows and tokens count too (set_batch): the step's throughput, which
+    // this sequence's draft rows slow for all.
     double score(int n) const {
         double expected = 0, rows = 0;
         for (int pos = 0; pos < n; pos++) {
-            if (survival_[pos].n < min_samples_) return -1.0;
-            expected += survival_[pos].v;
+            const bool rare = reach_[pos].n >= min_samples_ && reach_[pos].v < 0.1;
+            if (survival_[pos].n < min_samples_ && !rare) return -1.0;
+            expected += reach_[pos].v * (survival_[pos].n > 0 ? survival_[pos].v : 0.0);
             rows += reach_[pos].v;
         }
         if (n > 0) rows *= width_.n > 0 ? std::max(1.0, width_.v) : 1.0;
-        const double ms = cost_->predict(n_past_, other_rows_ + rows);
-        return ms > 0 ? (other_tokens_ + 1.0 + expected) * 1000.0 / ms : -1.0;
+        const double target_ms = cost_->predict(n_past_, other_rows_ + rows);
+        const double ms = target_ms + (n > 0 ? draft_ms_.v : 0.0);
+        return target_ms > 0 ? (other_tokens_ + 1.0 + expected) * 1000.0 / ms : -1.0;
     }
 
     void decide() {
@@ -254,12 +265,13 @@ private:
     int min_samples_ = 3, warmup_ = 3;
     int base_ = -1, cur_ = 0;
     int warm_done_ = 0, off_cycles_ = 0, active_cycles_ = 0, explorations_ = 0, losing_ = 0;
-    int failed_probes_ = 0;                  // probes in a row since drafting was last on that drafted and did not pay
-    std::vector<Ewma> survival_;             // [pos]: P(accepted > pos) at the depths asked
-    std::vector<Ewma> reach_;                // [pos]: P(drafted > pos): the drafters' own length, capped by the depth
-    Ewma width_;                             // draft rows per drafted position (1 for chains, more for trees)
-    int n_plain_ = 0;                        // plain cycles of this sequence (the baseline is seeded with them)
-    int32_t n_past_ = 0;                     // the context at the last cycle (the cost curve's bucket)
+    int failed_probes_ = 0;       // probes in a row since drafting was last on that drafted and did not pay
+    std::vector<Ewma> survival_;  // [pos]: P(accepted > pos | drafted > pos)
+    std::vector<Ewma> reach_;     // [pos]: P(drafted > pos | asked for more than pos): the drafters' own length
+    Ewma draft_ms_;               // drafting time of a cycle that called the drafters
+    Ewma width_;                  // draft rows per drafted position (1 for chains, more for trees)
+    int n_plain_ = 0;             // plain cycles of this sequence (the baseline is seeded with them)
+    int32_t n_past_ = 0;          // the context at the last cycle (the cost curve's bucket)
     int other_rows_ = 0, other_tokens_ = 0;  // the step the next cycle joins (set_batch)
     int full_streak_ = 0;                    // cycles in a row whose draft reached the depth and was all accepted
     DepthPrior prior_;                       // the process's prior at this request's start (seed())
