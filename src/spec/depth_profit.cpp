@@ -33,9 +33,8 @@ namespace bee {
 namespace {
 
 constexpr int kMaxDepth = 128;
-constexpr int kSharedWarmupDepth = 4;
-constexpr int kMaxProbeBackoff =
-    3;  // off, the probe interval doubles per failed probe up to 2^3 times  // warm-up depth in a shared step (deeper drafts are reached by climbing)
+constexpr int kSharedWarmupDepth = 4;  // warm-up depth in a shared step (deeper: reached by climbing)
+constexpr int kMaxProbeBackoff = 3;    // off, the probe interval doubles per failed probe, up to 2^3 times
 
 struct Ewma {
     double v = 0;
