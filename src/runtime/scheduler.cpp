@@ -133,7 +133,10 @@ void Scheduler::run() {
         for (Slot& s : slots_)
             if (!s.idle() && s.task()->channel->cancelled()) s.cancel();
         admit(now);
-        if (build_batch()) decode_step();
+        if (build_batch()) {
+            decode_step();
+            learn_step_cost(time_ms() - now);
+        }
         publish();
     }
 }
@@ -427,10 +430,13 @@ bool Scheduler::build_batch() {
     // policy (drafters.md 2.9): in a shared step the time is mostly the other slots' rows.
     const bool timed = gen.size() == 1 && pre.empty();
     int n_out = 0;
+    const double t_draft = time_ms();  // the slots draft in add_draft_rows
     for (size_t i = 0; i < gen.size(); i++) {
         Slot& s = *gen[i];
-        const int room = row_cap - batch_.size() - (int)(gen.size() - 1 - i);
-        if (s.add_draft_rows(batch_, n_ctx_slot_, room, timed)) {
+        const int later = (int)(gen.size() - 1 - i);  // slots after this one: one row each at least
+        const int room = row_cap - batch_.size() - later;
+        // the rows of the slots before it (their drafts included) and after it, and one token from each
+        if (s.add_draft_rows(batch_, n_ctx_slot_, room, timed, batch_.size() + later, (int)gen.size() - 1)) {
             s.step_out0 = n_out;  // every row of a draft asks for logits
             n_out += s.step_rows;
             continue;
@@ -439,6 +445,13 @@ bool Scheduler::build_batch() {
         s.step_out0 = n_out++;
         s.step_rows = 1;
         add_row(batch_, s.last_token(), (int32_t)s.cache.size(), s.id(), true);
+    }
+    step_draft_ms_ = time_ms() - t_draft;
+    step_cost_rows_ = 0;  // a shared step of generation rows only is a sample of the verify cost curve
+    if (gen.size() > 1 && pre.empty()) {
+        step_cost_rows_ = batch_.size();
+        step_cost_pos_ = 0;
+        for (const Slot* s : gen) step_cost_pos_ = std::max(step_cost_pos_, (int32_t)s->cache.size());
     }
     // Prefill chunks, oldest task first, in what is left of the logical batch (and, unified, of the cache;
     // with a tree in the batch, of the ubatch).
@@ -463,6 +476,15 @@ bool Scheduler::build_batch() {
     }
     set_capture();
     return batch_.size() > 0;
+}
+
+// A shared step of generation rows (plain rows and drafts of several slots) priced like a cycle with that
+// many rows but one (VerifyCostModel), without the slots' drafting time (each slot's depth controller adds
+// its own): the depth controllers of slots that are rarely alone learn the curve from these, and price a
+// draft by the step it joins (DepthPolicy::set_batch).
+void Scheduler::learn_step_cost(double ms) {
+    if (spec_ && step_cost_rows_ > 1)
+        spec_->verify_cost()->add(step_cost_pos_, step_cost_rows_ - 1, std::max(0.0, ms - step_draft_ms_));
 }
 
 // Hidden-state capture for the slots whose drafters read the target's hidden states: the union of their

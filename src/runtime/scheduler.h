@@ -96,6 +96,7 @@ private:
     void use_lora(Slot& s, const std::vector<float>& lora);
     static constexpr int32_t kCheckpointTail = 4;  // llama-server's offset of a checkpoint before the prompt end
     void checkpoint_prompt_end(Slot& s);
+    void learn_step_cost(double ms);
     static constexpr size_t kRamMinTokens = 32;
     void save_to_ram(Slot& s);
     size_t restore_from_ram(Slot& s, const std::vector<int32_t>& prompt, const std::vector<float>& lora, size_t n_past);
@@ -112,6 +113,9 @@ private:
     SchedulerParams params_;
     int32_t n_ctx_slot_ = 0;
     std::unique_ptr<SpecShared> spec_;  // null without --spec-type; declared before the slots using it
+    int step_cost_rows_ = 0;            // rows of this step if it is a shared generation step (learn_step_cost)
+    int32_t step_cost_pos_ = 0;         // its deepest context
+    double step_draft_ms_ = 0;          // the slots' drafting time in this step
     std::vector<Slot> slots_;
     std::unique_ptr<PromptCacheRam> ram_;        // null without --cache-ram
     std::deque<std::shared_ptr<Task>> waiting_;  // scheduler thread only

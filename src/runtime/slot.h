@@ -70,8 +70,9 @@ public:
     // Speculative decoding (server/slot_spec.cpp). A generating slot whose task speculates drafts and
     // appends [last token] + draft rows to `b` (at most `room` rows: the tree must fit one ubatch and
     // the free cells); returns false, adding nothing, when this step must be an ordinary one (no
-    // speculation for the task, or a forced token is next). `timed`: no other slot shares the decode.
-    bool add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed);
+    // speculation for the task, or a forced token is next). `timed`: no other slot shares the decode;
+    // other_rows / other_tokens: what the other slots decode and emit in it (DraftLimits).
+    bool add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed, int other_rows = 0, int other_tokens = 0);
     bool drafting() const { return drafting_; }  // add_draft_rows added rows this step
     // After the decode of a drafting step: verifies with this slot's sampler, commits the KV cache,
     // extends `cache`, and emits the accepted tokens one by one through the per-token path exactly as

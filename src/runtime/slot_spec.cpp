@@ -22,7 +22,7 @@ bool Slot::may_draft() const {
     return !(penalties && may_force);
 }
 
-bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed) {
+bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed, int other_rows, int other_tokens) {
     drafting_ = false;
     if (!may_draft()) return false;
     const GenParams& gp = task_->params;
@@ -37,6 +37,8 @@ bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed) {
     lim.p_min_override = gp.spec.p_min;
     lim.target_temp = gp.sampling.temp;
     lim.timed = timed;
+    lim.other_rows = other_rows;
+    lim.other_tokens = other_tokens;
     lim.chains_only = chains_only;
     lim.grammar = grammar_.get();
     spec_->draft(cache, last_, lim);

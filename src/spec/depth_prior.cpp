@@ -11,7 +11,7 @@ void DepthPrior::blend(Stat& s, double x) const {
 }
 
 void DepthPrior::fold(const std::vector<double>& survival, const std::vector<double>& reach,
-                      const std::vector<bool>& own, double width) {
+                      const std::vector<bool>& own, double width, double draft_ms) {
     if (weight_ <= 0) return;  // --spec-dm-prior-weight 0: every request starts from nothing
     const size_t n = std::min({survival.size(), reach.size(), own.size()});
     if (survival_.size() < n) {
@@ -26,6 +26,7 @@ void DepthPrior::fold(const std::vector<double>& survival, const std::vector<dou
         any = true;
     }
     if (width > 0) blend(width_, width);
+    if (draft_ms >= 0) blend(draft_ms_, draft_ms);
     if (any) n_requests_++;
 }
 

@@ -27,14 +27,16 @@ public:
     // Folds one finished request's estimates: survival[pos] = P(accepted > pos), reach[pos] =
     // P(drafted > pos), own[pos] = whether the request measured position pos itself (positions it never
     // drafted keep the prior's value), width = draft rows per drafted position (< 0: none measured).
+    // draft_ms: the drafting time of a cycle that called the drafters (< 0: none measured).
     void fold(const std::vector<double>& survival, const std::vector<double>& reach, const std::vector<bool>& own,
-              double width);
+              double width, double draft_ms = -1);
 
     int n_requests() const { return n_requests_; }
     bool known() const { return n_requests_ > 0; }
     const std::vector<Stat>& survival() const { return survival_; }
     const std::vector<Stat>& reach() const { return reach_; }
     const Stat& width() const { return width_; }
+    const Stat& draft_ms() const { return draft_ms_; }
     double weight() const { return weight_; }
 
 private:
@@ -43,7 +45,7 @@ private:
     double weight_;
     int n_requests_ = 0;
     std::vector<Stat> survival_, reach_;  // [pos]
-    Stat width_;
+    Stat width_, draft_ms_;
 };
 
 }  // namespace bee

@@ -4,12 +4,18 @@
 //
 // Where Bee differs from the spec, and why: cycle time is not an EWMA per depth (a depth never drafted
 // was estimated as costing the same verify as its neighbour, which on a CPU — every extra row costs a
-// quarter of a plain decode on SmolLM2 — made deep drafts look free) but the process's verify cost
-// curve (VerifyCostModel: plain cycle + slope x rows), applied to the rows a depth is expected to
-// draft (drafters often propose fewer tokens than the cap). The curve is shared across requests, so a
-// new request does not re-learn it. Survival beyond the current depth is only seen in explorations, so
-// a controller that settled shallow stayed there on copy runs; two cycles in a row whose draft filled the
-// depth and was wholly accepted now move it one rung up (the fringe controller's edge idea).
+// quarter of a plain decode on SmolLM2 — made deep drafts look free) but the process's step cost
+// curve (VerifyCostModel: step ms by rows), applied to the rows a depth is expected to draft (drafters
+// often propose fewer tokens than the cap). The curve is shared across requests, so a new request does
+// not re-learn it. Survival beyond the current depth is only seen in explorations, so a controller that
+// settled shallow stayed there on copy runs; two cycles in a row whose draft filled the depth and was
+// wholly accepted now move it one rung up (the fringe controller's edge idea). Down, it goes straight to
+// the best depth (a deep draft that does not pay costs every cycle it stays).
+//
+// In a server step several slots share (set_batch), a draft row slows every slot of the step, so a depth
+// is scored by the step's throughput: the other slots' tokens and rows count too. Such a step warms up at
+// a depth of at most kSharedWarmupDepth: four slots warming up at 16 made steps of 68 rows, ~8x a plain
+// step on Gemma 3 (each row pays its 262k-entry output head).
 //
 // Requests start from the process's prior (depth_prior.h) instead of from nothing: survival, reach and
 // width are seeded with the prior's values (counted as min_samples samples, so the request's own cycles
@@ -27,6 +33,8 @@ namespace bee {
 namespace {
 
 constexpr int kMaxDepth = 128;
+constexpr int kSharedWarmupDepth = 4;  // warm-up depth in a shared step (deeper: reached by climbing)
+constexpr int kMaxProbeBackoff = 3;    // off, the probe interval doubles per failed probe, up to 2^3 times
 
 struct Ewma {
     double v = 0;
@@ -51,15 +59,15 @@ public:
         base = std::min(base, kMaxDepth);
         if (base != base_) reset(base);
         // seed the no-speculation baseline first (unless earlier requests did)
-        if (n_plain_ < min_samples_ && !cost_->has_baseline(n_past_)) return 0;
+        if (n_plain_ < min_samples_ && !cost_->has_baseline(n_past_, other_rows_)) return 0;
         if (start_pending_) {
             start_pending_ = false;
             if (start_from_prior()) warm_done_ = warmup_;
         }
-        if (warm_done_ < warmup_) {
+        if (warm_done_ < warmup_) {  // in a step other slots share, every warm-up row slows them all
             warm_done_++;
-            cur_ = base;
-            return base;
+            cur_ = other_rows_ > 0 ? std::min(base, kSharedWarmupDepth) : base;
+            return cur_;
         }
         decide();
         if (cur_ > 0 && full_streak_ >= 2) {  // drafts cut by the cap and wholly accepted: try deeper
@@ -69,11 +77,15 @@ public:
             full_streak_ = 0;
         }
         if (cur_ == 0) {  // off: probe now and then so a workload that turns repetitive is noticed
-            off_cycles_++;
-            if (off_cycles_ % std::max(1, p_.probe_interval) == 0)
+            // each probe that does not pay doubles the wait for the next (up to 8x --spec-dm-probe-interval)
+            const int interval = std::max(1, p_.probe_interval) << std::min(failed_probes_, kMaxProbeBackoff);
+            if (++off_cycles_ >= interval) {
+                off_cycles_ = 0;
                 return std::min(base, std::max(2, (int)std::lround(base * p_.probe_fraction)));
+            }
             return 0;
         }
+        failed_probes_ = 0;
         active_cycles_++;
         if (p_.baseline_interval > 0 && active_cycles_ % p_.baseline_interval == 0) return 0;
         if (p_.explore_interval > 0 && active_cycles_ % p_.explore_interval == 0) {
@@ -89,26 +101,39 @@ public:
     void record(const CycleRecord& c) override {
         n_past_ = c.n_past;
         const int nodes = c.n_nodes >= 0 ? c.n_nodes : c.n_drafted;
+        // reach[pos]: how often a cycle that asked for depth > pos got a draft that long (the drafters' own
+        // length, and confidence cuts); survival[pos]: how often a draft that long had pos + 1 accepted. A
+        // cycle whose drafters proposed nothing cost no verify row (only the drafting time) and says nothing
+        // about acceptance.
         if (c.depth > 0) {
             const int d = std::min(c.depth, kMaxDepth);
+            draft_ms_.add(std::max(0.0, c.draft_ms), alpha_);
             for (int pos = 0; pos < d; pos++) {
-                survival_[pos].add(c.n_accepted > pos ? 1.0 : 0.0, alpha_);
                 reach_[pos].add(c.n_drafted > pos ? 1.0 : 0.0, alpha_);
+                if (c.n_drafted > pos) survival_[pos].add(c.n_accepted > pos ? 1.0 : 0.0, alpha_);
+                own_[pos] = true;
             }
-            for (int pos = 0; pos < d; pos++) own_[pos] = true;
-            if (c.n_drafted > 0) {
-                width_.add((double)nodes / c.n_drafted, alpha_);
-                own_width_ = true;
-            }
+        }
+        if (c.depth > 0 && c.n_drafted > 0) {
+            const int d = std::min(c.depth, kMaxDepth);
+            width_.add((double)nodes / c.n_drafted, alpha_);
+            own_width_ = true;
             const bool full = c.n_drafted >= c.depth && c.n_accepted >= c.depth;
             full_streak_ = full ? full_streak_ + 1 : 0;
             if (full && cur_ == 0 && warm_done_ >= warmup_) {  // a probe that wholly paid: drafting on
                 cur_ = d;
-                losing_ = full_streak_ = 0;
+                losing_ = full_streak_ = failed_probes_ = 0;
+            } else if (cur_ == 0 && warm_done_ >= warmup_) {
+                failed_probes_++;
             }
         }
-        if (c.timed) cost_->add(c.n_past, nodes, c.cycle_ms);
+        if (c.timed) cost_->add(c.n_past, nodes, c.cycle_ms - std::max(0.0, c.draft_ms));  // the target's part
         if (c.depth == 0) n_plain_++;
+    }
+
+    void set_batch(int other_rows, int other_tokens) override {
+        other_rows_ = std::max(other_rows, 0);
+        other_tokens_ = std::max(other_tokens, 0);
     }
 
     void seed(const DepthPrior& prior) override {
@@ -122,7 +147,7 @@ public:
             survival[pos] = survival_[pos].v;
             reach[pos] = reach_[pos].v;
         }
-        prior.fold(survival, reach, own_, own_width_ ? width_.v : -1.0);
+        prior.fold(survival, reach, own_, own_width_ ? width_.v : -1.0, draft_ms_.n > 0 ? draft_ms_.v : -1.0);
     }
 
 private:
@@ -137,15 +162,18 @@ private:
         load(prior_.survival(), survival_);
         load(prior_.reach(), reach_);
         if (prior_.width().known) width_ = Ewma{prior_.width().v, min_samples_};
+        if (prior_.draft_ms().known) draft_ms_ = Ewma{prior_.draft_ms().v, min_samples_};
         start_pending_ = true;
     }
 
     // The first depth of a seeded request: the best-scoring rung, or 0 if none beats the baseline by
-    // profit_min. False (keep the usual warm-up) when the prior or the cost curve cannot score yet.
+    // profit_min. False (keep the usual warm-up) when the prior or the cost curve cannot score yet (a prior
+    // folded only from requests that never drafted knows no depth).
     bool start_from_prior() {
         int best = -1;
         double best_score = -1.0;
         for (int n : rungs()) {
+            if (n == 0) continue;
             const double s = score(n);
             if (s > best_score) {
                 best_score = s;
@@ -162,10 +190,10 @@ private:
         base_ = base;
         survival_.assign(kMaxDepth, Ewma{});
         reach_.assign(kMaxDepth, Ewma{});
-        width_ = Ewma{};
+        width_ = draft_ms_ = Ewma{};
         n_plain_ = 0;
         cur_ = std::max(base, 0);
-        warm_done_ = off_cycles_ = active_cycles_ = explorations_ = losing_ = full_streak_ = 0;
+        warm_done_ = off_cycles_ = active_cycles_ = explorations_ = losing_ = full_streak_ = failed_probes_ = 0;
         own_.assign(kMaxDepth, false);
         own_width_ = false;
         apply_prior();
@@ -184,18 +212,23 @@ private:
     }
 
     // Expected tokens per second at depth n, or a negative value if not enough is known yet: accepted
-    // tokens E(n) = sum of survival over positions < n, rows = width x sum of reach (how often the
-    // drafters propose that far), time from the cost curve.
+    // tokens E(n) = sum over positions < n of reach x survival, rows = width x sum of reach (how often the
+    // drafters propose that far), time from the cost curve plus the drafting time of a cycle that drafts. A
+    // position the drafters hardly ever reach (reach < 0.1, measured) needs no survival of its own. In a
+    // shared step the other sequences' rows and tokens count too (set_batch): the step's throughput, which
+    // this sequence's draft rows slow for all.
     double score(int n) const {
         double expected = 0, rows = 0;
         for (int pos = 0; pos < n; pos++) {
-            if (survival_[pos].n < min_samples_) return -1.0;
-            expected += survival_[pos].v;
+            const bool rare = reach_[pos].n >= min_samples_ && reach_[pos].v < 0.1;
+            if (survival_[pos].n < min_samples_ && !rare) return -1.0;
+            expected += reach_[pos].v * (survival_[pos].n > 0 ? survival_[pos].v : 0.0);
             rows += reach_[pos].v;
         }
         if (n > 0) rows *= width_.n > 0 ? std::max(1.0, width_.v) : 1.0;
-        const double ms = cost_->predict(n_past_, rows);
-        return ms > 0 ? (1.0 + expected) * 1000.0 / ms : -1.0;
+        const double target_ms = cost_->predict(n_past_, other_rows_ + rows);
+        const double ms = target_ms + (n > 0 ? draft_ms_.v : 0.0);
+        return target_ms > 0 ? (other_tokens_ + 1.0 + expected) * 1000.0 / ms : -1.0;
     }
 
     void decide() {
@@ -222,7 +255,7 @@ private:
         if (bi > ci && best_score > cur_score * (1.0 + p_.raise_margin))
             cur_ = ladder[std::min(bi, ci + 2)];  // climb at most two rungs
         else if (bi < ci && best_score > cur_score * (1.0 + p_.lower_margin))
-            cur_ = ladder[ci - 1];  // one rung down per decision
+            cur_ = best;  // straight down: a deep draft that does not pay costs every cycle it stays
     }
 
     DepthParams p_;
@@ -231,15 +264,18 @@ private:
     int min_samples_ = 3, warmup_ = 3;
     int base_ = -1, cur_ = 0;
     int warm_done_ = 0, off_cycles_ = 0, active_cycles_ = 0, explorations_ = 0, losing_ = 0;
-    std::vector<Ewma> survival_;  // [pos]: P(accepted > pos) at the depths asked
-    std::vector<Ewma> reach_;     // [pos]: P(drafted > pos): the drafters' own length, capped by the depth
+    int failed_probes_ = 0;       // probes in a row since drafting was last on that drafted and did not pay
+    std::vector<Ewma> survival_;  // [pos]: P(accepted > pos | drafted > pos)
+    std::vector<Ewma> reach_;     // [pos]: P(drafted > pos | asked for more than pos): the drafters' own length
+    Ewma draft_ms_;               // drafting time of a cycle that called the drafters
     Ewma width_;                  // draft rows per drafted position (1 for chains, more for trees)
     int n_plain_ = 0;             // plain cycles of this sequence (the baseline is seeded with them)
     int32_t n_past_ = 0;          // the context at the last cycle (the cost curve's bucket)
-    int full_streak_ = 0;         // cycles in a row whose draft reached the depth and was all accepted
-    DepthPrior prior_;            // the process's prior at this request's start (seed())
-    bool start_pending_ = false;  // seeded: pick the first depth from the prior at the next next()
-    std::vector<bool> own_;       // [pos]: this request drafted position pos (fold() updates only those)
+    int other_rows_ = 0, other_tokens_ = 0;  // the step the next cycle joins (set_batch)
+    int full_streak_ = 0;                    // cycles in a row whose draft reached the depth and was all accepted
+    DepthPrior prior_;                       // the process's prior at this request's start (seed())
+    bool start_pending_ = false;             // seeded: pick the first depth from the prior at the next next()
+    std::vector<bool> own_;                  // [pos]: this request drafted position pos (fold() updates only those)
     bool own_width_ = false;
 };
 

@@ -22,8 +22,8 @@ struct DraftRequest {
     int n_max;                            // most draft tokens on any path (tree depth); >= 1
     float target_temp;                    // the target sampler's temperature (for --spec-draft-temp auto)
     float p_min = -1;                     // >= 0: per-request confidence floor for drafters that have one
-    // What one more verify row costs, as a fraction of a plain decode, from the process's verify cost
-    // curve (depth_policy.h); < 0: not measured yet. Tree drafters add a node only while its chance of
+    // What one more verify row costs, as a fraction of a plain decode (in a shared step: of the time per
+    // token the step yields), from the process's verify cost curve (depth_policy.h); < 0: not measured yet. Tree drafters add a node only while its chance of
     // being accepted pays for its row.
     double row_cost = -1;
 };

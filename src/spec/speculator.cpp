@@ -76,6 +76,7 @@ const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t 
     for (const auto& d : drafters_) base = std::max(base, d->n_max());
     if (lim.n_max_override > 0) base = std::min(base, lim.n_max_override);
     const int n_min = lim.n_min_override >= 0 ? lim.n_min_override : shared_.params().draft_n_min;
+    policy_->set_batch(lim.other_rows, lim.other_tokens);
     depth_ = std::min(policy_->next(base), lim.n_max);
     if (depth_ <= 0 || depth_ < n_min || lim.n_nodes <= 0) {
         depth_ = std::max(depth_, 0);
@@ -83,8 +84,10 @@ const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t 
     }
     DraftRequest req{history, id_last, depth_, lim.target_temp, lim.p_min_override};
     const int32_t n_past = (int32_t)history.size();
-    const double plain = shared_.verify_cost()->predict(n_past, 0), one = shared_.verify_cost()->predict(n_past, 1);
-    if (plain > 0 && one > 0) req.row_cost = one / plain - 1.0;
+    // a row's time over the time per token the step it joins yields (alone: over a plain decode)
+    const double plain = shared_.verify_cost()->predict(n_past, lim.other_rows),
+                 one = shared_.verify_cost()->predict(n_past, lim.other_rows + 1);
+    if (plain > 0 && one > 0) req.row_cost = (one - plain) * (lim.other_tokens + 1) / plain;
     for (size_t i = 0; i < drafters_.size() && !tree_.drafted(); i++) {
         const double t0 = time_ms();
         drafters_[i]->draft(req, tree_);

@@ -55,6 +55,9 @@ struct DraftLimits {
     float p_min_override = -1;  // per-request speculative.p_min (>= 0: replaces --spec-draft-p-min)
     float target_temp = 0;      // the target sampler's temperature (--spec-draft-temp auto)
     bool timed = true;          // false: this cycle shares its decode with other sequences (no timing data)
+    // The shared step this cycle joins: rows the other sequences decode in it and tokens they are expected
+    // to emit (DepthPolicy::set_batch; 0, 0: alone).
+    int other_rows = 0, other_tokens = 0;
     // The target's memory follows one path (recurrent layers, SeqMemory::can_decode_trees): a tree draft is
     // cut to its first branch.
     bool chains_only = false;

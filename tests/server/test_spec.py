@@ -65,8 +65,11 @@ def test_greedy_equals_no_speculation(types, reference):
     for g, r in zip(got, reference):
         assert g["tokens"] == r["tokens"] and g["content"] == r["content"]
         assert g["stop_type"] == r["stop_type"] and g["tokens_predicted"] == r["tokens_predicted"]
-    t = got[0]["timings"]  # the most repetitive prompt
-    assert t["draft_n"] > 0 and 0 < t["draft_n_accepted"] <= t["draft_n"], t
+    # some prompt drafted (with 4 busy slots the depth controller drafts only where drafts pay for the rows
+    # they add to the shared step, so not necessarily the first prompt)
+    drafted = sum(g["timings"].get("draft_n", 0) for g in got)
+    accepted = sum(g["timings"].get("draft_n_accepted", 0) for g in got)
+    assert drafted > 0 and 0 < accepted <= drafted, [g["timings"] for g in got]
 
 
 def test_stop_string_and_n_predict_inside_a_draft(suffix_server, plain, reference):

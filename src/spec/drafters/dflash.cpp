@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "model/model.h"
 #include "spec/dflash/dflash_model.h"
+#include "spec/draft_confidence.h"
 #include "spec/draft_marginals.h"
 #include "spec/drafters/drafters.h"
 #include "spec/registry.h"
@@ -117,18 +118,26 @@ public:
         const float p_min = req.p_min >= 0 ? req.p_min : p_.draft_p_min;
         const bool tree = p_.branch_budget > 0 && p_.draft_top_k > 1;
         marg_.resize(n);
+        conf_.begin(req.row_cost);
         int len = 0;
         for (; len < n; len++) {
             DepthTop& t = marg_[len];
             top_candidates(logits_.data() + (size_t)len * nd, nd, tree ? p_.draft_top_k : 1, t);
-            if (p_min > 0 && std::exp(t.lp[0]) < p_min) break;
+            const double p1 = std::exp(t.lp[0]);
+            if ((p_min > 0 && p1 < p_min) || !conf_.keep(p1)) break;
             for (int32_t& id : t.id) id = m_.target_id(id);
             out.add(t.id[0], out.size() - 1);
         }
         marg_.resize(len);
-        if (tree && len > 0)
+        if (tree && len > 0) {
+            calibrate(conf_, marg_);
             ddtree_add_branches(marg_, ddtree_branch_budget(n_max(), n, p_.branch_budget, p_.draft_top_k), req.row_cost,
                                 out);
+        }
+    }
+
+    void accept(int n_accepted, bool is_other) override {
+        if (!is_other) conf_.accepted(n_accepted);
     }
 
 private:
@@ -146,6 +155,7 @@ private:
     std::vector<int32_t> step_tok_;  // (step_n_) their tokens
     std::vector<float> logits_;      // (n, n_draft_vocab) the block's mask rows
     std::vector<DepthTop> marg_;     // the top-k marginal of each depth (greedy)
+    DraftConfidence conf_;           // where a greedy chain stops (calibrated against acceptance)
     std::unique_ptr<Sampler> sampler_;
     std::vector<float> full_;  // sampled drafting: one row's logits over the target's vocabulary
 

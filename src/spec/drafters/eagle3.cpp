@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "model/model.h"
 #include "sample/sampler.h"
+#include "spec/draft_confidence.h"
 #include "spec/draft_marginals.h"
 #include "spec/drafters/drafters.h"
 #include "spec/eagle3/eagle3_head.h"
@@ -108,18 +109,20 @@ public:
         logits_.resize(nd);
         head_.logits(pool_, h_.data(), 1, logits_.data());
         main_.clear();
+        conf_.begin(req.row_cost);
         for (int d = 1; d <= n; d++) {
             int32_t token;
             if (temp > 0) {
                 token = sample(temp, out);
                 if (token < 0) break;
-            } else if (!tree && p_min <= 0) {  // a plain chain needs the argmax only, not the distribution
+            } else if (!tree && p_min <= 0 && req.row_cost <= 0) {  // a plain chain, nothing to weigh: the argmax
                 token = head_.target_id(argmax(logits_.data(), nd));
                 out.add(token, out.size() - 1);
             } else {
                 main_.emplace_back();
                 top_candidates(logits_.data(), nd, k, main_.back());
-                if (p_min > 0 && std::exp(main_.back().lp[0]) < p_min) {
+                const double p1 = std::exp(main_.back().lp[0]);
+                if ((p_min > 0 && p1 < p_min) || !conf_.keep(p1)) {  // the next depth does not pay
                     main_.pop_back();
                     break;
                 }
@@ -136,7 +139,14 @@ public:
         }
         kv_.cut(T);  // drop the draft cells; the seed (id_last at T-1) stays
         kv_tok_.resize(kv_.n_cells());
-        if (tree) add_branches(req.row_cost, out);
+        if (tree) {
+            calibrate(conf_, main_);
+            add_branches(req.row_cost, out);
+        }
+    }
+
+    void accept(int n_accepted, bool is_other) override {
+        if (!is_other) conf_.accepted(n_accepted);
     }
 
 private:
@@ -156,6 +166,7 @@ private:
     std::vector<uint8_t> step_ok_;
     std::vector<float> h_, logits_;  // the newest row's pre-norm output and its draft logits
     std::vector<DepthTop> main_;     // the chain's candidates per depth (greedy)
+    DraftConfidence conf_;           // where a greedy chain stops (calibrated against acceptance)
     std::unique_ptr<Sampler> sampler_;
     std::vector<float> full_;  // sampled drafting: draft logits over the target's vocabulary
 

@@ -3,6 +3,10 @@
 // one with nothing accepted does not).
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "base/error.h"
 #include "spec/depth_policy.h"
 
@@ -77,20 +81,74 @@ TEST(DepthPolicy, FringeFollowsAcceptanceAtTheEdge) {
     EXPECT_EQ(simulate(*lo, 10, 100, 10, 1, accept_none), 0);
 }
 
-TEST(VerifyCost, LinearInRowsPerContextBucket) {
-    VerifyCostModel m(1.0);           // alpha 1: the last sample
+TEST(VerifyCost, PiecewiseLinearInRowsPerContextBucket) {
+    VerifyCostModel m(1.0);           // alpha 1: the last sample, once a bin has one
     EXPECT_LT(m.predict(100, 0), 0);  // nothing measured
-    m.add(100, 4, 30);                // a drafted cycle before any plain one is not usable
-    EXPECT_LT(m.predict(100, 4), 0);
+    m.add(100, 4, 30);
+    EXPECT_DOUBLE_EQ(m.predict(100, 4), 30);  // measured at that count
+    EXPECT_LT(m.predict(100, 0), 0);          // one count: no line through it
     m.add(100, 0, 10);
     EXPECT_DOUBLE_EQ(m.predict(100, 0), 10);
-    EXPECT_LT(m.predict(100, 4), 0);  // no drafted cycle yet: the slope is unknown
-    m.add(200, 4, 18);                // +2 ms per row
-    EXPECT_DOUBLE_EQ(m.predict(300, 8), 26);
-    EXPECT_LT(m.predict(9000, 0), 0);  // another context bucket is learnt separately
+    EXPECT_DOUBLE_EQ(m.predict(100, 2), 20);  // between counts: linear
+    m.add(200, 8, 38);                        // +2 ms per row from 4 to 8 (concave)
+    EXPECT_DOUBLE_EQ(m.predict(300, 6), 34);
+    EXPECT_DOUBLE_EQ(m.predict(300, 12), 38 + 4 * 3.5);  // beyond: the slope across 0..8 (never below the top's)
+    EXPECT_LT(m.predict(9000, 0), 0);                    // another context bucket is learnt separately
     EXPECT_EQ(VerifyCostModel::bucket(8191), 0);
     EXPECT_EQ(VerifyCostModel::bucket(8192), 1);
     EXPECT_EQ(VerifyCostModel::bucket(1 << 20), 5);
+}
+
+// A server whose slots are never alone learns the curve from its shared steps (rows = all but one of the
+// step's rows): four plain rows and four slots drafting one token each give the price of the rows between.
+TEST(VerifyCost, LearnsFromSharedSteps) {
+    VerifyCostModel m;
+    for (int i = 0; i < 8; i++) m.add(100, 3, 17.5);
+    EXPECT_TRUE(m.has_baseline(100, 3));
+    EXPECT_FALSE(m.has_baseline(100, 0));  // never measured, and no line yet
+    for (int i = 0; i < 8; i++) m.add(100, 7, 25.5);
+    EXPECT_NEAR(m.predict(100, 5), 21.5, 1e-9);
+    EXPECT_NEAR(m.predict(100, 0), 11.5, 1e-9);  // below: the same slope
+    EXPECT_NEAR(m.predict(100, 11), 33.5, 1e-9);
+    // the first samples of a count are averaged (not the first alone), later ones move it at the EWMA rate
+    VerifyCostModel avg(0.05);
+    avg.add(0, 0, 10);
+    avg.add(0, 0, 20);
+    EXPECT_DOUBLE_EQ(avg.predict(0, 0), 15);
+    // a count in the ranges above 16 rows keeps its samples' mean row count
+    avg.add(0, 40, 90);
+    avg.add(0, 46, 96);
+    EXPECT_DOUBLE_EQ(avg.predict(0, 43), 93);
+}
+
+// One accepted token every other cycle (at the first position only) pays alone on a curve where a row
+// costs a quarter of a plain decode: 1.5 tokens for 1.25 decodes. In a step three other slots share, each
+// row slows all four: 4.5 tokens for 8 rows' time against 4 for 7, so the controller stops drafting.
+TEST(DepthPolicy, ProfitPricesDraftsByTheStepTheyJoin) {
+    DepthParams p = adaptive("profit");
+    p.probe_interval = 1000;
+    for (int others : {0, 3}) {
+        SCOPED_TRACE("other slots " + std::to_string(others));
+        auto cost = std::make_shared<VerifyCostModel>();
+        for (int i = 0; i < 4; i++) {
+            cost->add(0, 0, 10);
+            cost->add(0, 4, 20);
+        }
+        auto pol = make_depth_policy(p, cost);
+        int drafted = 0;
+        for (int i = 0; i < 300; i++) {
+            pol->set_batch(others, others);
+            const int depth = pol->next(8);
+            if (i >= 250) drafted += depth > 0;
+            CycleRecord c;
+            c.depth = c.n_drafted = depth;
+            c.n_accepted = depth > 0 && i % 2 == 0 ? 1 : 0;
+            c.timed = false;  // the curve stays as given
+            pol->record(c);
+        }
+        if (others == 0) EXPECT_GE(drafted, 45);
+        else EXPECT_EQ(drafted, 0);
+    }
 }
 
 // A CPU-like curve: every row costs a quarter of a plain decode. Three of eight draft tokens are accepted
@@ -134,6 +192,78 @@ TEST(DepthPolicy, ProfitClimbsWhenDraftsFillTheDepth) {
     const int shallow = simulate(*pol, 16, 200, 8, 2, accept_three);
     ASSERT_LE(shallow, 4);
     EXPECT_GE(simulate(*pol, 16, 40, 8, 2, accept_all), 10);
+}
+
+// After warm-up at 16 on a curve where a row costs a quarter of a plain decode, with only the first
+// token ever accepted, the next decision goes straight to depth 1, not down the ladder rung by rung.
+TEST(DepthPolicy, ProfitGoesStraightDownToTheBestDepth) {
+    DepthParams p = adaptive("profit");
+    auto pol = make_depth_policy(p);
+    std::vector<int> depths;
+    for (int i = 0; i < 12; i++) {
+        const int depth = pol->next(16);
+        depths.push_back(depth);
+        CycleRecord c;
+        c.depth = c.n_drafted = depth;
+        c.n_accepted = depth > 0 ? 1 : 0;
+        c.cycle_ms = 10 + 2.5 * depth;
+        pol->record(c);
+    }
+    // a plain cycle (the baseline), 3 warm-up cycles at 16, then depth 1 (2 tokens for 1.25 decodes); two
+    // wholly accepted cycles try one rung up, which accepts one token of two, and it comes back
+    const std::vector<int> want = {0, 16, 16, 16, 1, 1, 2, 1, 1, 2, 1, 1};
+    EXPECT_EQ(depths, want);
+}
+
+// In a step three other slots share, the warm-up drafts at most 4 tokens (not the drafters' 16): every
+// warm-up row slows all four slots.
+TEST(DepthPolicy, ProfitWarmsUpShallowInASharedStep) {
+    auto cost = std::make_shared<VerifyCostModel>();
+    for (int i = 0; i < 4; i++) cost->add(0, 3, 20);  // plain shared steps of 4 rows are known
+    auto pol = make_depth_policy(adaptive("profit"), cost);
+    pol->set_batch(3, 3);
+    for (int i = 0; i < 3; i++) {
+        const int depth = pol->next(16);
+        EXPECT_EQ(depth, 4) << "cycle " << i;
+        CycleRecord c;
+        c.depth = c.n_drafted = c.n_accepted = depth;
+        c.timed = false;
+        pol->record(c);
+    }
+    cost->add(0, 0, 10);
+    auto alone = make_depth_policy(adaptive("profit"), cost);
+    EXPECT_EQ(alone->next(16), 16);  // alone, the warm-up is at the drafters' depth
+}
+
+// Off on a prompt where nothing is accepted, the probes come at 16, 32, 64, then every 128 cycles (each
+// probe that drafts and does not pay doubles the wait, up to 8x); a probe that pays resets the interval.
+TEST(DepthPolicy, ProfitBacksOffFailedProbes) {
+    DepthParams p = adaptive("profit");
+    auto pol = make_depth_policy(p);
+    std::vector<int> probes;
+    int i = 0;
+    const auto cycle = [&](bool pays) {
+        const int depth = pol->next(8);
+        CycleRecord c;
+        c.depth = c.n_drafted = depth;
+        c.n_accepted = pays ? depth : 0;
+        c.cycle_ms = 10 + 2.5 * depth;
+        pol->record(c);
+        return depth;
+    };
+    for (; i < 40; i++) cycle(false);  // baseline, warm-up, off
+    ASSERT_EQ(cycle(false), 0);
+    for (int k = 0; k < 600; k++)
+        if (cycle(false) > 0) probes.push_back(k);
+    ASSERT_GE(probes.size(), 5u);
+    std::vector<int> gaps;
+    for (size_t k = 1; k < probes.size(); k++) gaps.push_back(probes[k] - probes[k - 1]);
+    const std::vector<int> want_first = {64, 128, 128, 128};  // the 16- and 32-cycle waits came in the first 40
+    EXPECT_EQ(std::vector<int>(gaps.begin(), gaps.begin() + 4), want_first);
+    // a probe that fills its depth and is wholly accepted turns drafting on
+    int on = 0;
+    for (int k = 0; k < 200 && on == 0; k++) on = cycle(true);
+    EXPECT_GT(on, 0);
 }
 
 TEST(DepthPolicy, UnknownControllerIsAnError) {

@@ -253,16 +253,28 @@ TEST(DflashDrafter, DdtreeIsTheBestFirstTreeOverTheMarginals) {
         p.branch_budget = 7;
         p.draft_top_k = k;
         SpecShared shared(p, *fixture().target);
-        const std::vector<DepthTop> m = marginals(shared, history, id_last, n, k);
+        std::vector<DepthTop> m = marginals(shared, history, id_last, n, k);
         std::unique_ptr<Drafter> d = make(shared);
         show(*d, history);
         DraftTree t;
         DraftRequest req{history, id_last, n, 0.0f};
         req.row_cost = row_cost;
         d->draft(req, t);
-        // The main path first: the top-1 of each row.
-        ASSERT_GE(t.size(), n);
-        for (int i = 0; i < n; i++) {
+        // The main path first: the top-1 of each row, while its chance of acceptance pays for its row (with
+        // a row cost s: q_d > s (1 + E) / (1 + s d), q_d = product of the top-1 probabilities, E = sum of q).
+        int n_main = n;
+        if (row_cost > 0) {
+            double q = 1, e = 0;
+            for (n_main = 0; n_main < n; n_main++) {
+                q *= std::exp(m[n_main].lp[0]);
+                if (q <= row_cost * (1 + e) / (1 + row_cost * n_main)) break;
+                e += q;
+            }
+            EXPECT_LT(n_main, n) << "this drafter's chain is cut by a row cost of " << row_cost;
+            m.resize(n_main);
+        }
+        ASSERT_GE(t.size(), n_main);
+        for (int i = 0; i < n_main; i++) {
             EXPECT_EQ(t.nodes[i].token, m[i].id[0]) << i;
             EXPECT_EQ(t.nodes[i].parent, i - 1) << i;
         }
@@ -274,7 +286,7 @@ TEST(DflashDrafter, DdtreeIsTheBestFirstTreeOverTheMarginals) {
         enumerate(m, ranks, 0, all, tokens);
         std::vector<std::pair<double, std::vector<int32_t>>> off;
         std::vector<int32_t> main;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n_main; i++) {
             main.push_back(m[i].id[0]);
             all.erase(main);
         }
@@ -285,7 +297,7 @@ TEST(DflashDrafter, DdtreeIsTheBestFirstTreeOverTheMarginals) {
         EXPECT_EQ(budget, n == base ? 7 : 4);
         off.resize(std::min((int)off.size(), budget));
         std::vector<std::vector<int32_t>> got = node_paths(t);
-        got.erase(got.begin(), got.begin() + n);
+        got.erase(got.begin(), got.begin() + n_main);
         std::vector<std::vector<int32_t>> want;
         for (auto& [lp, path] : off) want.push_back(path);
         EXPECT_EQ(got, want) << "n " << n << ", row cost " << row_cost;
