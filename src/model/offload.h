@@ -16,6 +16,9 @@ class Model;
 struct OffloadParams {
     int n_gpu_layers = 0;  // the last N layers on the device; N >= n_layer: every layer and the output head
     std::string device;    // gpu::Device selector: "" the best device, an index of --list-devices, or a name part
+    // Command lists kept recorded per shape (layers, rows, input spans) and resubmitted, LRU; 0 records
+    // every submission anew (the environment's BEE_GPU_LISTS=N overrides it, for comparisons).
+    int n_lists = 16;
 };
 
 // Whether this build has the Vulkan layer (BEE_VULKAN); without it create() always throws.
@@ -62,6 +65,14 @@ public:
     // it reads or rewrites rows (save, load, K shift) and pushes after it rewrote them.
     virtual void pull_kv(KvCache& kv) = 0;
     virtual void push_kv(const KvCache& kv) = 0;
+
+    // Submissions so far: recorded anew, and resubmitted as recorded (OffloadParams::n_lists); host
+    // seconds spent recording.
+    struct ListStats {
+        uint64_t recorded = 0, reused = 0;
+        double record_s = 0;
+    };
+    virtual ListStats list_stats() const = 0;
 };
 
 }  // namespace bee

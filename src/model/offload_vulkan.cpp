@@ -1,10 +1,14 @@
 // model/offload_vulkan: Offload on a gpu::Device: the offloaded layers' weights and K/V, the ubatch's
 // buffers, and the decoder layer (arch DecoderBlock) as device ops in model/forward.cpp's order.
 #ifdef BEE_HAVE_VULKAN
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "gpu/buffer.h"
+#include "gpu/command_cache.h"
 #include "gpu/command_list.h"
 #include "gpu/device.h"
 #include "gpu/ops.h"
@@ -32,7 +36,14 @@ struct DevLayer {
 
 class VulkanOffload final : public Offload {
 public:
-    VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, const KvCache& kv, int n_ubatch, int n_gpu_layers);
+    VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, const KvCache& kv, int n_ubatch, int n_gpu_layers,
+                  int n_lists);
+
+    ~VulkanOffload() override {
+        const ListStats st = list_stats();
+        BEE_LOG_DEBUG("offload: %llu command lists recorded (%.1f ms), %llu resubmitted as recorded",
+                      (unsigned long long)st.recorded, st.record_s * 1e3, (unsigned long long)st.reused);
+    }
 
     int first_layer() const override { return first_; }
     bool has_head() const override { return (bool)output_; }
@@ -43,24 +54,30 @@ public:
     void head(const std::vector<int32_t>& rows, float* logits) override;
     void pull_kv(KvCache& kv) override;
     void push_kv(const KvCache& kv) override;
+    ListStats list_stats() const override { return {lists_->misses(), lists_->hits(), lists_->record_seconds()}; }
 
 private:
     DevWeight upload(const Weight& w, const char* what, int il);
     void linear(const DevWeight& w, const DevWeight& bias, BufferRange in, int64_t in_stride, BufferRange out,
                 int64_t out_stride);
+    void record_layers(int l0, int l1, bool uploads);
+    void record_head(const std::vector<int32_t>& rows);
     void self_attention(int il);
     void ffn_gated(int il);
     void residual_norm(BufferRange y, const DevWeight& post, const DevWeight* next);
     void norm(BufferRange in, const DevWeight& w, BufferRange out, int64_t n, int64_t n_rows, int64_t stride);
     DevLayer& layer(int il) { return layers_[(size_t)(il - first_)]; }
+    // Submits the list recorded under key (recording it with `record` into cl_ on a miss) and waits.
+    void submit(const std::vector<int64_t>& key, const std::function<void()>& record);
 
     const HParams& hp_;
     const DecoderBlock& block_;
     int first_ = 0, n_ub_ = 0, n_cells_ = 0;
     std::unique_ptr<gpu::Device> dev_;
     std::unique_ptr<gpu::Ops> ops_;
-    std::unique_ptr<gpu::CommandList> cl_;
-    std::vector<DevLayer> layers_;  // [il - first_]
+    std::unique_ptr<gpu::CommandCache> lists_;  // recorded per shape (submit's keys), resubmitted
+    gpu::CommandList* cl_ = nullptr;            // the list being recorded
+    std::vector<DevLayer> layers_;              // [il - first_]
     DevWeight output_norm_, output_;
     std::vector<RopeParams> ropes_;  // the distinct rope settings of the offloaded layers
     size_t weight_bytes_ = 0, kv_bytes_ = 0;
@@ -75,13 +92,13 @@ bool same_rope(const RopeParams& a, const RopeParams& b) {
 }
 
 VulkanOffload::VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, const KvCache& kv, int n_ubatch,
-                             int n_gpu_layers)
+                             int n_gpu_layers, int n_lists)
     : hp_(m.hparams()), block_(*m.arch().block), n_ub_(n_ubatch), n_cells_(kv.n_cells()), dev_(std::move(dev)) {
     const HParams& hp = hp_;
     const int n_dev = std::min(n_gpu_layers, hp.n_layer);
     first_ = hp.n_layer - n_dev;
     ops_ = std::make_unique<gpu::Ops>(*dev_);
-    cl_ = std::make_unique<gpu::CommandList>(*dev_, 32 * n_dev + 64, 4);
+    lists_ = std::make_unique<gpu::CommandCache>(*dev_, n_lists, 32 * n_dev + 64);
     const ModelWeights& w = m.weights();
     for (int il = first_; il < hp.n_layer; il++) {
         const LayerWeights& L = w.layers[(size_t)il];
@@ -157,7 +174,7 @@ std::string VulkanOffload::describe() const {
 void VulkanOffload::begin(const OffloadStep& s, const float* x) {
     if (s.n_rows <= 0 || s.n_rows > n_ub_) fail("offload: %d rows in a ubatch of %d", s.n_rows, n_ub_);
     n_rows_ = s.n_rows;
-    b_.stage(*dev_, hp_, s, x, ropes_);
+    if (b_.stage(*dev_, hp_, s, x, ropes_)) lists_->clear();  // a grown input buffer: recordings bind the old one
     pending_ = true;
 }
 
@@ -179,17 +196,33 @@ void VulkanOffload::self_attention(int il) {
     DevLayer& L = layer(il);
     const int64_t se = b_.s_embd, nq = (int64_t)hp.n_head * hp.head_dim, nk = (int64_t)hp.n_head_kv * hp.head_dim;
     const BufferRange xn = whole(*b_.xn), q = whole(*b_.q), k = whole(*b_.k), v = whole(*b_.v);
-    linear(L.wq, L.bq, xn, se, q, nq);
-    linear(L.wk, L.bk, xn, se, k, nk);
-    linear(L.wv, L.bv, xn, se, v, nk);
+    // q, k and v are independent until attention: each step below is one group without barriers inside
+    const DevWeight* w[3] = {&L.wq, &L.wk, &L.wv};
+    const DevWeight* bias[3] = {&L.bq, &L.bk, &L.bv};
+    const BufferRange out[3] = {q, k, v};
+    const int64_t n_out[3] = {nq, nk, nk};
+    static const DevWeight none;
+    cl_->begin_group();
+    for (int i = 0; i < 3; i++) linear(*w[i], none, xn, se, out[i], n_out[i]);
+    cl_->end_group();
+    cl_->begin_group();
+    for (int i = 0; i < 3; i++)
+        if (*bias[i]) ops_->add_row(*cl_, out[i], bias[i]->range(), w[i]->ne1, n_rows_, n_out[i]);
+    cl_->end_group();
+    cl_->begin_group();
     if (L.q_norm) norm(q, L.q_norm, q, hp.head_dim, (int64_t)n_rows_ * hp.n_head, hp.head_dim);
     if (L.k_norm) norm(k, L.k_norm, k, hp.head_dim, (int64_t)n_rows_ * hp.n_head_kv, hp.head_dim);
+    cl_->end_group();
     const gpu::RopeArgs ra = device_rope(ropes_[(size_t)L.rope]);
     const BufferRange cs = b_.rope_table(L.rope);
+    cl_->begin_group();
     ops_->rope(*cl_, q, cs, n_rows_, hp.n_head, hp.head_dim, ra);
     ops_->rope(*cl_, k, cs, n_rows_, hp.n_head_kv, hp.head_dim, ra);
+    cl_->end_group();
+    cl_->begin_group();
     ops_->kv_write(*cl_, k, nk, n_rows_, b_.cells.dev_range(), whole(*L.k), L.kf);
     ops_->kv_write(*cl_, v, nk, n_rows_, b_.cells.dev_range(), whole(*L.v), L.vf);
+    cl_->end_group();
     const bool swa = hp.layers[(size_t)il].swa;
     gpu::AttentionOp a;
     a.n_rows = n_rows_;
@@ -220,8 +253,10 @@ void VulkanOffload::ffn_gated(int il) {
     DevLayer& L = layer(il);
     const BufferRange xn = whole(*b_.xn), a = whole(*b_.ff_a), b = whole(*b_.ff_b);
     static const DevWeight none;
+    cl_->begin_group();  // gate and up are independent
     linear(L.ffn_gate, none, xn, b_.s_embd, a, b_.s_ff);
     linear(L.ffn_up, none, xn, b_.s_embd, b, b_.s_ff);
+    cl_->end_group();
     ops_->act_mul(*cl_, block_.act == FfnAct::silu ? gpu::Activation::silu : gpu::Activation::gelu_tanh, a, b,
                   (int64_t)n_rows_ * b_.s_ff);
     linear(L.ffn_down, none, a, b_.s_ff, whole(*b_.out), b_.s_embd);
@@ -235,12 +270,36 @@ void VulkanOffload::residual_norm(BufferRange y, const DevWeight& post, const De
     if (next) norm(whole(*b_.x), *next, whole(*b_.xn), e, n_rows_, se);
 }
 
+void VulkanOffload::submit(const std::vector<int64_t>& key, const std::function<void()>& record) {
+    gpu::CommandList& cl = lists_->get(key, [&](gpu::CommandList& c) {
+        cl_ = &c;
+        record();
+    });
+    cl_ = nullptr;
+    cl.submit_and_wait();
+}
+
+// A recording depends on the layers, the rows (every dispatch's grid and push constants), and whether it
+// copies the staged inputs in (their spans); the inputs themselves are read from buffers at run time, so
+// a later step of the same shape resubmits it with only the host-visible buffers rewritten.
+enum ListKind : int64_t { kLayers, kDownload, kHead };
+
 void VulkanOffload::run_layers(int l0, int l1) {
     if (l0 < first_ || l1 > hp_.n_layer || l0 >= l1) fail("offload: layers [%d, %d) are not on the device", l0, l1);
-    static const DevWeight none;
-    cl_->begin();
-    if (pending_) b_.record_uploads(*cl_);
+    std::vector<int64_t> key{kLayers, l0, l1, n_rows_, pending_};
+    if (pending_) b_.upload_spans(key);
+    const bool uploads = pending_;
     pending_ = false;
+    submit(key, [&] { record_layers(l0, l1, uploads); });
+}
+
+void VulkanOffload::record_layers(int l0, int l1, bool uploads) {
+    static const DevWeight none;
+    if (uploads) {  // the copies are independent of each other
+        cl_->begin_group();
+        b_.record_uploads(*cl_);
+        cl_->end_group();
+    }
     norm(whole(*b_.x), layer(l0).attn_norm, whole(*b_.xn), hp_.n_embd, n_rows_, b_.s_embd);
     for (int il = l0; il < l1; il++) {  // the DecoderBlock: attention, then the gated FFN, each a residual step
         DevLayer& L = layer(il);
@@ -250,15 +309,10 @@ void VulkanOffload::run_layers(int l0, int l1) {
         residual_norm(whole(*b_.out), block_.post_norms ? L.post_ffn_norm : none,
                       il + 1 < l1 ? &layer(il + 1).attn_norm : nullptr);
     }
-    cl_->end();
-    cl_->submit_and_wait();
 }
 
 void VulkanOffload::download_x(float* x) {
-    cl_->begin();
-    cl_->copy(whole(*b_.x), whole(*b_.x_host));
-    cl_->end();
-    cl_->submit_and_wait();
+    submit({kDownload}, [&] { cl_->copy(whole(*b_.x), whole(*b_.x_host)); });
     b_.read_x(hp_, n_rows_, x);
 }
 
@@ -266,9 +320,16 @@ void VulkanOffload::head(const std::vector<int32_t>& rows, float* logits) {
     if (!output_) fail("offload: the output head is not on the device");
     const int n = (int)rows.size();
     if (n == 0) return;
+    if (b_.ensure_logits(*dev_, (size_t)n * (size_t)hp_.n_vocab)) lists_->clear();
+    std::vector<int64_t> key{kHead, n};
+    key.insert(key.end(), rows.begin(), rows.end());
+    submit(key, [&] { record_head(rows); });
+    std::memcpy(logits, b_.logits->mapped(), (size_t)n * (size_t)hp_.n_vocab * sizeof(float));
+}
+
+void VulkanOffload::record_head(const std::vector<int32_t>& rows) {
+    const int n = (int)rows.size();
     const int64_t se = b_.s_embd;
-    b_.ensure_logits(*dev_, (size_t)n * (size_t)hp_.n_vocab);
-    cl_->begin();
     for (int j = 0; j < n;) {  // gather the rows (runs of consecutive rows in one copy)
         int e = j + 1;
         while (e < n && rows[(size_t)e] == rows[(size_t)e - 1] + 1) e++;
@@ -280,9 +341,6 @@ void VulkanOffload::head(const std::vector<int32_t>& rows, float* logits) {
     ops_->rms_norm(*cl_, whole(*b_.hid), output_norm_.range(), whole(*b_.hid), hp_.n_embd, n, se, hp_.norm_eps);
     ops_->matmul(*cl_, output_.type, output_.range(), hp_.n_vocab, hp_.n_embd, whole(*b_.hid), se, n, whole(*b_.logits),
                  hp_.n_vocab);
-    cl_->end();
-    cl_->submit_and_wait();
-    std::memcpy(logits, b_.logits->mapped(), (size_t)n * (size_t)hp_.n_vocab * sizeof(float));
 }
 
 void VulkanOffload::pull_kv(KvCache& kv) {
@@ -339,7 +397,9 @@ std::unique_ptr<Offload> Offload::create(const Model& model, const KvCache& kv, 
                      ", a CPU implementation (name it with --device to use it anyway)";
         return nullptr;
     }
-    return std::make_unique<VulkanOffload>(std::move(dev), model, kv, n_ubatch, p.n_gpu_layers);
+    int n_lists = p.n_lists;
+    if (const char* e = getenv("BEE_GPU_LISTS")) n_lists = atoi(e);  // 0: record every step (for comparisons)
+    return std::make_unique<VulkanOffload>(std::move(dev), model, kv, n_ubatch, p.n_gpu_layers, n_lists);
 }
 
 }  // namespace bee
