@@ -266,8 +266,9 @@ void VulkanOffload::ffn_gated(int il) {
 void VulkanOffload::residual_norm(BufferRange y, const DevWeight& post, const DevWeight* next) {
     const int64_t e = hp_.n_embd, se = b_.s_embd;
     if (post) norm(y, post, y, e, n_rows_, se);
-    ops_->add(*cl_, whole(*b_.x), y, (int64_t)n_rows_ * se);
-    if (next) norm(whole(*b_.x), *next, whole(*b_.xn), e, n_rows_, se);
+    if (next)  // one dispatch for both
+        ops_->add_rms_norm(*cl_, whole(*b_.x), y, next->range(), whole(*b_.xn), e, n_rows_, se, hp_.norm_eps);
+    else ops_->add(*cl_, whole(*b_.x), y, (int64_t)n_rows_ * se);
 }
 
 void VulkanOffload::submit(const std::vector<int64_t>& key, const std::function<void()>& record) {

@@ -13,9 +13,9 @@ namespace {
 using test::GpuTest;
 
 TEST(GpuShaders, EveryShaderIsEmbedded) {
-    const char* names[] = {"matmul_f32",  "matmul_f16",  "matmul_bf16", "matmul_q4_0", "matmul_q4_1",
-                           "matmul_q5_0", "matmul_q5_1", "matmul_q8_0", "matmul_q4_k", "matmul_q5_k",
-                           "matmul_q6_k", "rms_norm",    "rope",        "act_mul",     "softmax"};
+    const char* names[] = {"matmul_f32",  "matmul_f16",  "matmul_bf16", "matmul_q4_0", "matmul_q4_1", "matmul_q5_0",
+                           "matmul_q5_1", "matmul_q8_0", "matmul_q4_k", "matmul_q5_k", "matmul_q6_k", "rms_norm",
+                           "rope",        "act_mul",     "softmax",     "add_rms_norm"};
     for (const char* n : names) {
         if (!strncmp(n, "matmul_", 7)) {
             ASSERT_NE(gpu::find_shader((std::string(n) + "_sg").c_str()), nullptr) << n << "_sg";
