@@ -70,7 +70,7 @@ void add_bench_options(ArgParser& p, BenchOptions& o) {
     p.custom("-t,--threads", "N[,N...]", "threads (0: all cores) [0]",
              [&o](const std::string& v) { o.n_threads = parse_int_list(v, "-t/--threads", 0, 4096); });
     p.i32("-r,--repetitions", &o.reps, "timed repetitions per test [5]", 1, 1000);
-    add_device_options(p, o.offload);
+    add_device_options(p, o.offload, false);
     p.i32("-b,--batch-size", &o.n_batch, "logical batch size for prompt processing [2048]", 1, 1 << 20);
     p.i32("-ub,--ubatch-size", &o.n_ubatch, "physical batch size (rows per forward pass) [512]", 1, 1 << 20);
     p.custom("-ctk,--cache-type-k", "TYPE", (std::string("KV cache type for K: ") + kv_type_names() + " [f16]").c_str(),

@@ -68,21 +68,7 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
         BEE_LOG_INFO("KV cache: %s%s%s stored Hadamard-rotated in groups of %d (--kv-rotate off disables)",
                      kv_->k_rot_group() > 0 ? "K" : "", kv_->k_rot_group() > 0 && v_rot > 0 ? " and " : "",
                      v_rot > 0 ? "V" : "", std::max(kv_->k_rot_group(), v_rot));
-    if (params_.offload.n_gpu_layers > 0 && params_.offload.device == "none") {  // llama.cpp's -dev none
-        BEE_LOG_INFO("-ngl %d with --device none: every layer runs on the CPU", params_.offload.n_gpu_layers);
-    } else if (params_.offload.n_gpu_layers > 0 && !lora_.empty()) {
-        BEE_LOG_WARN("-ngl %d: LoRA adapters run on the CPU only: every layer runs on the CPU",
-                     params_.offload.n_gpu_layers);
-    } else if (params_.offload.n_gpu_layers > 0) {
-        std::string no_device;
-        offload_ = Offload::create(model, *kv_, params_.n_ubatch, params_.offload, &no_device);
-        if (offload_) {
-            mem_->set_offload(offload_.get());
-            BEE_LOG_INFO("offload: %s", offload_->describe().c_str());
-        } else {
-            BEE_LOG_WARN("-ngl %d: %s: every layer runs on the CPU", params_.offload.n_gpu_layers, no_device.c_str());
-        }
-    }
+    start_offload();
     scratch_.resize(hp, params_.n_ubatch);
     x_.assign((size_t)params_.n_ubatch * hp.n_embd, 0);
     vis_full_.resize(params_.n_ubatch);
@@ -90,6 +76,31 @@ Engine::Engine(const Model& model, const EngineParams& params) : model_(model), 
     for (int i = 0; i < params_.n_ubatch; i++) {
         vis_full_ptr_.push_back(&vis_full_[i]);
         vis_swa_ptr_.push_back(&vis_swa_[i]);
+    }
+}
+
+// -ngl / -ot / -nkvo: the layers and head OffloadPlan puts on the device, or none.
+void Engine::start_offload() {
+    const OffloadParams& op = params_.offload;
+    if (op.n_gpu_layers <= 0 && op.overrides.empty()) return;
+    const OffloadPlan plan = plan_offload(model_, op);  // bad -ot patterns are refused even without a device
+    for (const std::string& note : plan.notes) BEE_LOG_INFO("-ot: %s", note.c_str());
+    const std::string what = op.n_gpu_layers > 0 ? strfmt("-ngl %d", op.n_gpu_layers) : std::string("-ot");
+    if (!plan.any()) {
+        BEE_LOG_INFO("%s: every layer runs on the CPU", what.c_str());
+    } else if (op.device == "none") {  // llama.cpp's -dev none
+        BEE_LOG_INFO("%s with --device none: every layer runs on the CPU", what.c_str());
+    } else if (!lora_.empty()) {
+        BEE_LOG_WARN("%s: LoRA adapters run on the CPU only: every layer runs on the CPU", what.c_str());
+    } else {
+        std::string no_device;
+        offload_ = Offload::create(model_, *kv_, params_.n_ubatch, op, plan, &no_device);
+        if (offload_) {
+            mem_->set_offload(offload_.get());
+            BEE_LOG_INFO("offload: %s", offload_->describe().c_str());
+        } else {
+            BEE_LOG_WARN("%s: %s: every layer runs on the CPU", what.c_str(), no_device.c_str());
+        }
     }
 }
 
@@ -323,13 +334,33 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
             if (b.capture.empty() || b.capture[r0 + i]) out.hidden_rows.push_back(r0 + i);
         out.hidden.resize(out.hidden_rows.size() * b.capture_layers.size() * (size_t)hp.n_embd);
     }
-    const int n_cpu = offload_ ? offload_->first_layer() : hp.n_layer;
-    for (int il = 0; il < n_cpu; il++) {
-        if (capture) capture_rows(b, r0, n, il, out);
-        model_.arch().forward_layer(c, il);
+    if (offload_) {
+        OffloadStep s;
+        s.n_rows = n;
+        s.pos = &b.pos[r0];
+        s.cells = cells + r0;
+        s.visible_full = vis_full_ptr_.data();
+        s.visible_swa = vis_swa_ptr_.data();
+        offload_->begin(s);
     }
-    if (offload_) forward_device(b, r0, n, cells, out);
-    else if (capture) capture_rows(b, r0, n, hp.n_layer, out);
+    bool last_on_device = false;  // the layer before il ran on the device (x_ was downloaded after it)
+    for (int il = 0; il < hp.n_layer;) {
+        if (offload_ && offload_->on_device(il)) {
+            int end = il + 1;
+            while (end < hp.n_layer && offload_->on_device(end)) end++;
+            forward_device(b, r0, n, c, il, end, out);
+            il = end;
+            last_on_device = true;
+            continue;
+        }
+        if (capture) capture_rows(b, r0, n, il, out);
+        // the device does not write the CPU layer's attention-norm input (layer_output does that on the CPU)
+        if (last_on_device) norm_rows(c, x, w.layers[(size_t)il].attn_norm, scratch_.xn.data(), hp.n_embd);
+        model_.arch().forward_layer(c, il);
+        last_on_device = false;
+        il++;
+    }
+    if (capture) capture_rows(b, r0, n, hp.n_layer, out);
 
     std::vector<int32_t> want;
     for (int i = 0; i < n; i++)
@@ -339,6 +370,7 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
     out.logits.resize(base + want.size() * (size_t)hp.n_vocab);
     float* logits = out.logits.data() + base;
     if (offload_ && offload_->has_head()) {
+        if (!last_on_device) offload_->upload_x(x);  // the last layer ran on the CPU
         offload_->head(want, logits);
     } else {
         hidden_.resize(want.size() * (size_t)hp.n_embd);
@@ -355,29 +387,27 @@ void Engine::forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells,
     for (int32_t i : want) out.rows.push_back(r0 + i);
 }
 
-// Layers [first_layer, n_layer) of the ubatch on the device, in segments that end where a captured layer
-// starts: x comes back to the host there, and after the last layer when something on the host reads it
-// (a capture, or the output head when it is not on the device).
-void Engine::forward_device(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out) {
+// Layers [l0, l1) of the ubatch on the device, in segments that end where a captured layer starts: x goes up
+// first, and comes back to the host at each segment's end when something on the host reads it (a capture, a
+// CPU layer after l1, or the output head when it is not on the device). With -nkvo each layer's attention
+// runs on the host (model/forward.cpp attend: rope, K/V write, attention into the scratch's att).
+void Engine::forward_device(const Batch& b, int r0, int n, ForwardCtx& c, int l0, int l1, DecodeOutput& out) {
     const int n_layer = model_.hparams().n_layer;
     const bool capture = !b.capture_layers.empty();
-    OffloadStep s;
-    s.n_rows = n;
-    s.pos = &b.pos[r0];
-    s.cells = cells + r0;
-    s.visible_full = vis_full_ptr_.data();
-    s.visible_swa = vis_swa_ptr_.data();
-    offload_->begin(s, x_.data());
-    for (int il = offload_->first_layer(); il < n_layer;) {
+    const HostAttention host = [&c](int il, float* q, float* k, float* v) -> const float* {
+        attend(c, il, q, k, v);
+        return c.s.att.data();
+    };
+    offload_->upload_x(x_.data());
+    for (int il = l0; il < l1;) {
         if (capture) capture_rows(b, r0, n, il, out);
-        int end = n_layer;
-        for (int32_t c : b.capture_layers)
-            if (c > il && c < end) end = c;
-        offload_->run_layers(il, end);
+        int end = l1;
+        for (int32_t cl : b.capture_layers)
+            if (cl > il && cl < end) end = cl;
+        offload_->run_layers(il, end, host);
         il = end;
-        if (il < n_layer || capture || !offload_->has_head()) offload_->download_x(x_.data());
+        if (il < l1 || l1 < n_layer || capture || !offload_->has_head()) offload_->download_x(x_.data());
     }
-    if (capture) capture_rows(b, r0, n, n_layer, out);
 }
 
 // Copies x (the residual stream entering layer il; il = n_layer: after the last layer) of this ubatch's

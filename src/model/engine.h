@@ -40,8 +40,8 @@ struct EngineParams {
     // (<= 0: only those the server asks for, near each prompt's end). Attention-only models need none.
     int ctx_checkpoints = 32;
     int checkpoint_every_n = 8192;
-    // -ngl / --device: the last layers (and with all of them the output head) on a Vulkan device
-    // (model/offload.h). Without a device (or a Vulkan build) every layer runs on the CPU, with a warning.
+    // -ngl / --device / -ot / -nkvo: layers and the output head on a Vulkan device (model/offload.h
+    // OffloadPlan). Without a device (or a Vulkan build) every layer runs on the CPU, with a warning.
     OffloadParams offload;
     // --lora / --lora-scaled: LoRA adapters loaded against the model (model/lora.h), applied on the CPU
     // (with any adapter, -ngl is ignored). Every sequence starts with their scales, or with 0 when
@@ -85,9 +85,10 @@ private:
     void apply_shifts();
     void build_visible(const Batch& b, int r0, int n, const int32_t* cells);
     void forward_ubatch(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out);
-    void forward_device(const Batch& b, int r0, int n, const int32_t* cells, DecodeOutput& out);
+    void forward_device(const Batch& b, int r0, int n, ForwardCtx& c, int l0, int l1, DecodeOutput& out);
     void capture_rows(const Batch& b, int r0, int n, int il, DecodeOutput& out);
     void load_lora();
+    void start_offload();
     LoraBatch* lora_rows(const Batch& b, int r0, int n);
     LoraBatch* lora_head_rows(const std::vector<int32_t>& want);
 
@@ -97,7 +98,7 @@ private:
     std::unique_ptr<KvCache> kv_;
     std::unique_ptr<RecurrentState> rs_;  // recurrent layers' state, or none
     std::unique_ptr<SeqMemory> mem_;
-    std::unique_ptr<Offload> offload_;  // layers [offload_->first_layer(), n_layer) on a device, or none
+    std::unique_ptr<Offload> offload_;  // the layers offload_->on_device() and maybe the head on a device, or none
     ForwardScratch scratch_;
     std::vector<float> x_;                                  // (n_ubatch, n_embd)
     std::vector<float> hidden_;                             // (n_out, n_embd) final-normed rows for the head

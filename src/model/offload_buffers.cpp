@@ -85,6 +85,19 @@ void StepBuffers::allocate(gpu::Device& dev, const HParams& hp, int n_ub, int n_
     ropes.resize((size_t)n_ropes);
 }
 
+void StepBuffers::allocate_host_attention(gpu::Device& dev, const HParams& hp, int n_ub) {
+    const size_t n = (size_t)n_ub * 4;
+    auto make = [&](size_t floats_per_row) {
+        auto b = std::make_unique<gpu::Buffer>(dev, n * floats_per_row, gpu::Memory::host);
+        b->zero();
+        return b;
+    };
+    q_host = make((size_t)hp.n_head * hp.head_dim);
+    k_host = make((size_t)hp.n_head_kv * hp.head_dim);
+    v_host = make((size_t)hp.n_head_kv * hp.head_dim);
+    att_host = make((size_t)s_att);
+}
+
 // Concatenates the rows' lists: offsets (n_rows + 1) into one array of cells.
 static bool stage_lists(gpu::Device& dev, const OffloadStep& s, const std::vector<int32_t>* const* lists, Staged& off,
                         Staged& cells, int64_t* n_visible) {
@@ -98,11 +111,14 @@ static bool stage_lists(gpu::Device& dev, const OffloadStep& s, const std::vecto
     return cells.write(dev, c.data(), c.size() * 4) || grew;
 }
 
-bool StepBuffers::stage(gpu::Device& dev, const HParams& hp, const OffloadStep& s, const float* xs,
-                        const std::vector<RopeParams>& rope_settings) {
+void StepBuffers::stage_x(const HParams& hp, int n_rows, const float* xs) {
     float* xh = (float*)x_host->mapped();
-    for (int r = 0; r < s.n_rows; r++)
+    for (int r = 0; r < n_rows; r++)
         std::memcpy(xh + (size_t)r * s_embd, xs + (size_t)r * hp.n_embd, (size_t)hp.n_embd * sizeof(float));
+}
+
+bool StepBuffers::stage(gpu::Device& dev, const HParams& hp, const OffloadStep& s,
+                        const std::vector<RopeParams>& rope_settings) {
     std::vector<uint32_t> c(s.cells, s.cells + s.n_rows);
     bool grew = cells.write(dev, c.data(), c.size() * 4);
     grew = stage_lists(dev, s, s.visible_full, off_full, vis_full, &n_visible_full) || grew;
@@ -118,7 +134,6 @@ bool StepBuffers::stage(gpu::Device& dev, const HParams& hp, const OffloadStep& 
 }
 
 void StepBuffers::record_uploads(gpu::CommandList& cl) const {
-    cl.copy(gpu::whole(*x_host), gpu::whole(*x));
     for (const Staged* st : {&cells, &off_full, &vis_full, &off_swa, &vis_swa}) st->record(cl);
     for (const Staged& r : ropes) r.record(cl);
 }

@@ -49,6 +49,8 @@ struct StepBuffers {
     // att (s_att); ff_a, ff_b (s_ff).
     std::unique_ptr<gpu::Buffer> x, xn, out, hid, q, k, v, att, ff_a, ff_b;
     std::unique_ptr<gpu::Buffer> x_host;  // host-visible (n_ubatch, s_embd): x in and out
+    // -nkvo (allocate_host_attention): host-visible q, k, v (as the device ones) down and att (s_att) up.
+    std::unique_ptr<gpu::Buffer> q_host, k_host, v_host, att_host;
     std::unique_ptr<gpu::Buffer> logits;  // host-visible (rows, n_vocab), grown on demand
     // Per step: each row's cell (uint32), each row's visible cells (offsets (n_rows + 1) and the lists,
     // full and sliding-window), and a cos/sin table per distinct rope setting (gpu::Ops::rope_table).
@@ -57,11 +59,13 @@ struct StepBuffers {
     int64_t n_visible_full = 0, n_visible_swa = 0;
 
     void allocate(gpu::Device& dev, const HParams& hp, int n_ubatch, int n_ropes);
-    // Writes x (n_rows, n_embd) and the step's inputs into the host-visible buffers. Returns true when
-    // a buffer was replaced (grown): command lists recorded before bind freed buffers.
-    bool stage(gpu::Device& dev, const HParams& hp, const OffloadStep& s, const float* x,
-               const std::vector<RopeParams>& rope_settings);
-    // Records the copies of the staged inputs into device memory (x_host whole, each Staged's span()).
+    void allocate_host_attention(gpu::Device& dev, const HParams& hp, int n_ubatch);
+    // Writes the step's inputs into the host-visible buffers. Returns true when a buffer was replaced
+    // (grown): command lists recorded before bind freed buffers.
+    bool stage(gpu::Device& dev, const HParams& hp, const OffloadStep& s, const std::vector<RopeParams>& rope_settings);
+    // Writes x (n_rows, n_embd) into x_host (its copy to x is recorded by the caller).
+    void stage_x(const HParams& hp, int n_rows, const float* x);
+    // Records the copies of the staged inputs (not x) into device memory (each Staged's span()).
     void record_uploads(gpu::CommandList& cl) const;
     // The spans record_uploads() copies: part of the key of a recording that includes them.
     void upload_spans(std::vector<int64_t>& key) const;

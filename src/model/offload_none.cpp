@@ -6,7 +6,7 @@ namespace bee {
 
 bool offload_built() { return false; }
 
-std::unique_ptr<Offload> Offload::create(const Model&, const KvCache&, int, const OffloadParams&,
+std::unique_ptr<Offload> Offload::create(const Model&, const KvCache&, int, const OffloadParams&, const OffloadPlan&,
                                          std::string* no_device) {
     *no_device = "this build has no GPU backend (Vulkan was not found at build time)";
     return nullptr;

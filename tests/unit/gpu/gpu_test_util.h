@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -90,6 +91,32 @@ public:
         std::vector<float> v(n);
         b.download(v.data(), n * 4);
         return v;
+    }
+
+    // Attention `a` (its output buffer `out`, rows out_stride floats apart) run once per row with that row's
+    // visible cells only (offsets `off`, `cells`, queries `q` of n_q floats per row) gives the bits `got` has.
+    void expect_rows_alone_same(const gpu::AttentionOp& a, const gpu::Buffer& out, const std::vector<uint32_t>& off,
+                                const std::vector<uint32_t>& cells, const std::vector<float>& q, size_t n_q,
+                                const std::vector<float>& got, const std::string& what) {
+        for (int row = 0; row < a.n_rows; row++) {
+            const uint32_t one_off[2] = {0, off[row + 1] - off[row]};
+            auto ob1 = upload_bytes(one_off, sizeof one_off);
+            auto cb1 = upload_bytes(cells.data() + off[row], (off[row + 1] - off[row]) * 4);
+            auto qb1 = upload_bytes(q.data() + (size_t)row * n_q, n_q * 4);
+            gpu::AttentionOp a1 = a;
+            a1.n_rows = 1;
+            a1.n_visible = one_off[1];
+            a1.q = gpu::whole(*qb1);
+            a1.offsets = gpu::whole(*ob1);
+            a1.cells = gpu::whole(*cb1);
+            cl->begin();
+            ops->attention(*cl, a1);
+            cl->end();
+            cl->submit_and_wait();
+            const std::vector<float> alone = download(out, n_q);
+            ASSERT_EQ(0, std::memcmp(alone.data(), &got[(size_t)row * a.out_stride], alone.size() * 4))
+                << what << " row " << row;
+        }
     }
 
     gpu::Device* dev = nullptr;

@@ -204,25 +204,7 @@ TEST_F(GpuTest, QuantizedKvAttentionMatchesTheCpuAndIsBatchInvariant) {
                 ASSERT_NEAR(got[(size_t)row * out_stride + i], want[(size_t)row * tc.n_head * hd + i], 5e-5)
                     << what << " row " << row << " element " << i;
 
-        for (int row = 0; row < n_rows; row++) {  // each row alone: the same bits
-            const uint32_t one_off[2] = {0, off[row + 1] - off[row]};
-            auto ob1 = upload_bytes(one_off, sizeof one_off);
-            auto cb1 = upload_bytes(cells.data() + off[row], (off[row + 1] - off[row]) * 4);
-            auto qb1 = upload_bytes(q.data() + (size_t)row * tc.n_head * hd, (size_t)tc.n_head * hd * 4);
-            gpu::AttentionOp a1 = a;
-            a1.n_rows = 1;
-            a1.n_visible = one_off[1];
-            a1.q = gpu::whole(*qb1);
-            a1.offsets = gpu::whole(*ob1);
-            a1.cells = gpu::whole(*cb1);
-            cl->begin();
-            ops->attention(*cl, a1);
-            cl->end();
-            cl->submit_and_wait();
-            const std::vector<float> alone = download(out, (size_t)tc.n_head * hd);
-            ASSERT_EQ(0, std::memcmp(alone.data(), &got[(size_t)row * out_stride], alone.size() * 4))
-                << what << " row " << row;
-        }
+        expect_rows_alone_same(a, out, off, cells, q, (size_t)tc.n_head * hd, got, what);  // the same bits alone
     }
 }
 
