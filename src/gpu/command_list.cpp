@@ -61,9 +61,26 @@ void CommandList::begin() {
     if (queries_) vkCmdResetQueryPool(cb_, queries_, 0, (uint32_t)max_timestamps_);
     n_dispatches_ = n_timestamps_ = 0;
     recording_ = true;
+    grouped_ = barrier_owed_ = false;
+}
+
+void CommandList::begin_group() {
+    if (grouped_) fail("gpu: begin_group() inside a group");
+    grouped_ = true;
+}
+
+void CommandList::end_group() {
+    if (!grouped_) fail("gpu: end_group() without begin_group()");
+    grouped_ = false;
+    if (barrier_owed_) barrier();
 }
 
 void CommandList::barrier() {
+    if (grouped_) {
+        barrier_owed_ = true;
+        return;
+    }
+    barrier_owed_ = false;
     VkMemoryBarrier mb{};
     mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -140,6 +157,7 @@ int CommandList::timestamp() {
 }
 
 void CommandList::end() {
+    if (grouped_) fail("gpu: end() inside a group");
     vk_check(vkEndCommandBuffer(cb_), "vkEndCommandBuffer");
     recording_ = false;
 }

@@ -29,6 +29,10 @@ public:
                   uint32_t groups_y = 1, uint32_t groups_z = 1);
     // Copies src into dst (the smaller of the two sizes), with a barrier after it.
     void copy(BufferRange src, BufferRange dst);
+    // The dispatches and copies between begin_group() and end_group() do not depend on each other (none
+    // writes what another reads or writes): no barriers between them, one after the last.
+    void begin_group();
+    void end_group();
     // Writes a GPU timestamp once everything before it has finished; returns its index (-1 when the
     // queue has no timestamps).
     int timestamp();
@@ -52,6 +56,7 @@ private:
     int n_dispatches_ = 0;
     int n_timestamps_ = 0;
     bool recording_ = false;
+    bool grouped_ = false, barrier_owed_ = false;
 };
 
 }  // namespace bee::gpu

@@ -159,6 +159,24 @@ void Ops::rms_norm(CommandList& cl, BufferRange x, BufferRange w, BufferRange y,
     cl.dispatch(pipeline("rms_norm", 3, sizeof push), {x, w.buffer ? w : x, y}, &push, (uint32_t)n_rows);
 }
 
+void Ops::add_rms_norm(CommandList& cl, BufferRange x, BufferRange y, BufferRange w, BufferRange xn, int64_t n,
+                       int64_t n_rows, int64_t stride, float eps) {
+    if (n <= 0 || n_rows <= 0 || stride < n || n_rows > 65535)
+        fail("gpu: add_rms_norm: bad shape n %lld, %lld rows, stride %lld", (long long)n, (long long)n_rows,
+             (long long)stride);
+    const size_t bytes = ((size_t)(n_rows - 1) * (size_t)stride + (size_t)n) * 4;
+    need_bytes(x, bytes, "add_rms_norm", "x");
+    need_bytes(y, bytes, "add_rms_norm", "y");
+    need_bytes(xn, bytes, "add_rms_norm", "xn");
+    if (w.buffer) need_bytes(w, (size_t)n * 4, "add_rms_norm", "w");
+    struct {
+        uint32_t n, stride;
+        float eps;
+        uint32_t has_w;
+    } push{(uint32_t)n, (uint32_t)stride, eps, w.buffer ? 1u : 0u};
+    cl.dispatch(pipeline("add_rms_norm", 4, sizeof push), {x, y, w.buffer ? w : y, xn}, &push, (uint32_t)n_rows);
+}
+
 // Same arithmetic as kernels/ops.cpp rope_table and ref::rope (the build keeps both unfused: -ffp-contract=off).
 void Ops::rope_table(const int32_t* pos, int n_rows, const RopeArgs& a, float* cs) {
     const int half = a.n_rot / 2;

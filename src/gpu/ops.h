@@ -78,6 +78,10 @@ public:
     // y = x / sqrt(mean(x²) + eps) * w per row of n (w.buffer == nullptr: no scale); y may be x.
     void rms_norm(CommandList& cl, BufferRange x, BufferRange w, BufferRange y, int64_t n, int64_t n_rows,
                   int64_t stride, float eps);
+    // x += y, then xn = rms_norm(x) (as add() and rms_norm() one after the other, same bits): x, y, xn
+    // (n_rows, stride) with the padding past n untouched; xn may not alias x or y.
+    void add_rms_norm(CommandList& cl, BufferRange x, BufferRange y, BufferRange w, BufferRange xn, int64_t n,
+                      int64_t n_rows, int64_t stride, float eps);
     // The cos/sin table rope() reads, on the host: cs (n_rows, n_rot/2, 2) = cos, sin of pair i at pos[r],
     // the same floats as kernels/ rope (same angles, same libm cosf/sinf). note: one table per batch of
     // positions serves q and k of every layer; angles reach thousands of radians, where the device's

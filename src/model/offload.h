@@ -30,6 +30,9 @@ struct OffloadParams {
     std::string device;    // gpu::Device selector: "" the best device, an index of --list-devices, or a name part
     std::vector<TensorOverride> overrides;  // -ot, in order: the first pattern that finds a tensor decides it
     bool kv_offload = true;  // -kvo; false (-nkvo): device layers keep K/V in host memory, attention on the CPU
+    // Command lists kept recorded per shape (layers, rows, input spans) and resubmitted, LRU; 0 records
+    // every submission anew (the environment's BEE_GPU_LISTS=N overrides it, for comparisons).
+    int n_lists = 16;
 };
 
 // Whether this build has the Vulkan layer (BEE_VULKAN); without it create() always throws.
@@ -105,6 +108,14 @@ public:
     // memory pulls before it reads or rewrites rows (save, load, K shift) and pushes after it rewrote them.
     virtual void pull_kv(KvCache& kv) = 0;
     virtual void push_kv(const KvCache& kv) = 0;
+
+    // Submissions so far: recorded anew, and resubmitted as recorded (OffloadParams::n_lists); host
+    // seconds spent recording.
+    struct ListStats {
+        uint64_t recorded = 0, reused = 0;
+        double record_s = 0;
+    };
+    virtual ListStats list_stats() const = 0;
 };
 
 }  // namespace bee

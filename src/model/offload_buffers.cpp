@@ -37,19 +37,28 @@ gpu::RopeArgs device_rope(const RopeParams& r) {
     return a;
 }
 
-void Staged::write(gpu::Device& d, const void* src, size_t n) {
-    const size_t need = n < 4 ? 4 : n;
-    if (!host || host->size() < need) {
-        const size_t cap = need + need / 2;
-        host = std::make_unique<gpu::Buffer>(d, cap, gpu::Memory::host);
-        dev = std::make_unique<gpu::Buffer>(d, cap, gpu::Memory::device);
+static size_t pow2_at_least(size_t n) {
+    size_t p = 256;
+    while (p < n) p *= 2;
+    return p;
+}
+
+bool Staged::write(gpu::Device& d, const void* src, size_t n) {
+    const size_t need = pow2_at_least(n);
+    const bool grow = !host || host->size() < need;
+    if (grow) {
+        host = std::make_unique<gpu::Buffer>(d, need, gpu::Memory::host);
+        dev = std::make_unique<gpu::Buffer>(d, need, gpu::Memory::device);
     }
     if (n) std::memcpy(host->mapped(), src, n);
     bytes = n;
+    return grow;
 }
 
+size_t Staged::span() const { return host ? pow2_at_least(bytes) : 0; }
+
 void Staged::record(gpu::CommandList& cl) const {
-    if (bytes) cl.copy({host.get(), 0, bytes}, {dev.get(), 0, bytes});
+    if (host) cl.copy({host.get(), 0, span()}, {dev.get(), 0, span()});
 }
 
 void StepBuffers::allocate(gpu::Device& dev, const HParams& hp, int n_ub, int n_ropes) {
@@ -90,16 +99,16 @@ void StepBuffers::allocate_host_attention(gpu::Device& dev, const HParams& hp, i
 }
 
 // Concatenates the rows' lists: offsets (n_rows + 1) into one array of cells.
-static void stage_lists(gpu::Device& dev, const OffloadStep& s, const std::vector<int32_t>* const* lists, Staged& off,
+static bool stage_lists(gpu::Device& dev, const OffloadStep& s, const std::vector<int32_t>* const* lists, Staged& off,
                         Staged& cells, int64_t* n_visible) {
     std::vector<uint32_t> o(1, 0), c;
     for (int r = 0; r < s.n_rows; r++) {
         for (int32_t cell : *lists[r]) c.push_back((uint32_t)cell);
         o.push_back((uint32_t)c.size());
     }
-    off.write(dev, o.data(), o.size() * 4);
-    cells.write(dev, c.data(), c.size() * 4);
     *n_visible = (int64_t)c.size();
+    const bool grew = off.write(dev, o.data(), o.size() * 4);
+    return cells.write(dev, c.data(), c.size() * 4) || grew;
 }
 
 void StepBuffers::stage_x(const HParams& hp, int n_rows, const float* xs) {
@@ -108,25 +117,30 @@ void StepBuffers::stage_x(const HParams& hp, int n_rows, const float* xs) {
         std::memcpy(xh + (size_t)r * s_embd, xs + (size_t)r * hp.n_embd, (size_t)hp.n_embd * sizeof(float));
 }
 
-void StepBuffers::stage(gpu::Device& dev, const HParams& hp, const OffloadStep& s,
+bool StepBuffers::stage(gpu::Device& dev, const HParams& hp, const OffloadStep& s,
                         const std::vector<RopeParams>& rope_settings) {
     std::vector<uint32_t> c(s.cells, s.cells + s.n_rows);
-    cells.write(dev, c.data(), c.size() * 4);
-    stage_lists(dev, s, s.visible_full, off_full, vis_full, &n_visible_full);
-    if (hp.n_swa > 0) stage_lists(dev, s, s.visible_swa, off_swa, vis_swa, &n_visible_swa);
+    bool grew = cells.write(dev, c.data(), c.size() * 4);
+    grew = stage_lists(dev, s, s.visible_full, off_full, vis_full, &n_visible_full) || grew;
+    if (hp.n_swa > 0) grew = stage_lists(dev, s, s.visible_swa, off_swa, vis_swa, &n_visible_swa) || grew;
     std::vector<float> cs;
     for (size_t i = 0; i < rope_settings.size(); i++) {
         const RopeParams& r = rope_settings[i];
         cs.resize((size_t)s.n_rows * (size_t)r.n_rot);
         gpu::Ops::rope_table(s.pos, s.n_rows, device_rope(r), cs.data());
-        ropes[i].write(dev, cs.data(), cs.size() * sizeof(float));
+        grew = ropes[i].write(dev, cs.data(), cs.size() * sizeof(float)) || grew;
     }
+    return grew;
 }
 
 void StepBuffers::record_uploads(gpu::CommandList& cl) const {
-    for (const Staged* st : {&cells, &off_full, &vis_full, &off_swa, &vis_swa})
-        if (st->host) st->record(cl);
+    for (const Staged* st : {&cells, &off_full, &vis_full, &off_swa, &vis_swa}) st->record(cl);
     for (const Staged& r : ropes) r.record(cl);
+}
+
+void StepBuffers::upload_spans(std::vector<int64_t>& key) const {
+    for (const Staged* st : {&cells, &off_full, &vis_full, &off_swa, &vis_swa}) key.push_back((int64_t)st->span());
+    for (const Staged& r : ropes) key.push_back((int64_t)r.span());
 }
 
 void StepBuffers::read_x(const HParams& hp, int n_rows, float* xs) const {
@@ -135,9 +149,10 @@ void StepBuffers::read_x(const HParams& hp, int n_rows, float* xs) const {
         std::memcpy(xs + (size_t)r * hp.n_embd, xh + (size_t)r * s_embd, (size_t)hp.n_embd * sizeof(float));
 }
 
-void StepBuffers::ensure_logits(gpu::Device& dev, size_t floats) {
-    if (!logits || logits->size() < floats * 4)
-        logits = std::make_unique<gpu::Buffer>(dev, floats * 4, gpu::Memory::host);
+bool StepBuffers::ensure_logits(gpu::Device& dev, size_t floats) {
+    if (logits && logits->size() >= floats * 4) return false;
+    logits = std::make_unique<gpu::Buffer>(dev, floats * 4, gpu::Memory::host);
+    return true;
 }
 
 }  // namespace bee

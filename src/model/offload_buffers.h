@@ -29,11 +29,14 @@ DevWeight upload_weight(gpu::Device& dev, const Weight& w);
 gpu::RopeArgs device_rope(const RopeParams& r);
 
 // An input written on the host each step (host-visible) and copied into device memory by the step's
-// command list; both grow on demand.
+// command list; both grow on demand, to powers of two. The copy covers span() bytes: the bytes written
+// rounded up to a power of two, so a recorded copy serves every later step whose input fits it.
 struct Staged {
     std::unique_ptr<gpu::Buffer> host, dev;
     size_t bytes = 0;  // written this step
-    void write(gpu::Device& d, const void* src, size_t n);
+    // Returns true when the buffers were replaced (recordings that bind them are stale).
+    bool write(gpu::Device& d, const void* src, size_t n);
+    size_t span() const;
     void record(gpu::CommandList& cl) const;
     gpu::BufferRange dev_range() const { return {dev.get(), 0, 0}; }
 };
@@ -57,16 +60,20 @@ struct StepBuffers {
 
     void allocate(gpu::Device& dev, const HParams& hp, int n_ubatch, int n_ropes);
     void allocate_host_attention(gpu::Device& dev, const HParams& hp, int n_ubatch);
-    // Writes the step's inputs into the host-visible buffers.
-    void stage(gpu::Device& dev, const HParams& hp, const OffloadStep& s, const std::vector<RopeParams>& rope_settings);
-    // Writes x (n_rows, n_embd) into x_host.
+    // Writes the step's inputs into the host-visible buffers. Returns true when a buffer was replaced
+    // (grown): command lists recorded before bind freed buffers.
+    bool stage(gpu::Device& dev, const HParams& hp, const OffloadStep& s, const std::vector<RopeParams>& rope_settings);
+    // Writes x (n_rows, n_embd) into x_host (its copy to x is recorded by the caller).
     void stage_x(const HParams& hp, int n_rows, const float* x);
-    // Records the copies of the staged inputs (not x) into device memory.
+    // Records the copies of the staged inputs (not x) into device memory (each Staged's span()).
     void record_uploads(gpu::CommandList& cl) const;
+    // The spans record_uploads() copies: part of the key of a recording that includes them.
+    void upload_spans(std::vector<int64_t>& key) const;
     gpu::BufferRange rope_table(int i) const { return ropes[(size_t)i].dev_range(); }
     // x_host's first n_rows rows into x (n_rows, n_embd).
     void read_x(const HParams& hp, int n_rows, float* x) const;
-    void ensure_logits(gpu::Device& dev, size_t floats);
+    // Returns true when the logits buffer was replaced.
+    bool ensure_logits(gpu::Device& dev, size_t floats);
 };
 
 }  // namespace bee

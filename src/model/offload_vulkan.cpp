@@ -2,10 +2,14 @@
 // buffers, and the decoder layer (arch DecoderBlock) as device ops in model/forward.cpp's order (with -nkvo
 // the attention between the q/k/v projections and the output projection runs on the host).
 #ifdef BEE_HAVE_VULKAN
+#include <cstdlib>
 #include <cstring>
+#include <functional>
 
 #include "base/error.h"
+#include "base/log.h"
 #include "gpu/buffer.h"
+#include "gpu/command_cache.h"
 #include "gpu/command_list.h"
 #include "gpu/device.h"
 #include "gpu/ops.h"
@@ -35,7 +39,13 @@ struct DevLayer {
 class VulkanOffload final : public Offload {
 public:
     VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, const KvCache& kv, int n_ubatch,
-                  const OffloadPlan& plan, bool kv_offload);
+                  const OffloadPlan& plan, bool kv_offload, int n_lists);
+
+    ~VulkanOffload() override {
+        const ListStats st = list_stats();
+        BEE_LOG_DEBUG("offload: %llu command lists recorded (%.1f ms), %llu resubmitted as recorded",
+                      (unsigned long long)st.recorded, st.record_s * 1e3, (unsigned long long)st.reused);
+    }
 
     bool on_device(int il) const override { return il >= 0 && il < hp_.n_layer && plan_.layers[(size_t)il]; }
     bool has_head() const override { return (bool)output_; }
@@ -49,18 +59,27 @@ public:
     void head(const std::vector<int32_t>& rows, float* logits) override;
     void pull_kv(KvCache& kv) override;
     void push_kv(const KvCache& kv) override;
+    ListStats list_stats() const override {
+        return {lists_->misses() + n_step_lists_, lists_->hits(), lists_->record_seconds()};
+    }
 
 private:
     DevWeight upload(const Weight& w, const char* what, int il);
     void linear(const DevWeight& w, const DevWeight& bias, BufferRange in, int64_t in_stride, BufferRange out,
                 int64_t out_stride);
+    void record_pending(bool uploads, bool x_up);
+    void record_layers(int l0, int l1, bool uploads, bool x_up);
+    void record_head(const std::vector<int32_t>& rows, bool uploads, bool x_up);
     void self_attention(int il);
     void host_attention(int il);
-    void record_pending();
     void ffn_gated(int il);
     void residual_norm(BufferRange y, const DevWeight& post, const DevWeight* next);
     void norm(BufferRange in, const DevWeight& w, BufferRange out, int64_t n, int64_t n_rows, int64_t stride);
     DevLayer& layer(int il) { return layers_[(size_t)il]; }
+    // Submits the list recorded under key (recording it with `record` into cl_ on a miss) and waits.
+    void submit(const std::vector<int64_t>& key, const std::function<void()>& record);
+    // The key's part for the pending copies: whether the staged inputs (and their spans) and x go up.
+    void pending_key(std::vector<int64_t>& key) const;
 
     const HParams& hp_;
     const DecoderBlock& block_;
@@ -69,8 +88,13 @@ private:
     int n_ub_ = 0, n_cells_ = 0;
     std::unique_ptr<gpu::Device> dev_;
     std::unique_ptr<gpu::Ops> ops_;
-    std::unique_ptr<gpu::CommandList> cl_;
-    std::vector<DevLayer> layers_;  // [il], empty for CPU layers
+    std::unique_ptr<gpu::CommandCache> lists_;  // recorded per shape (submit's keys), resubmitted
+    // -nkvo: layers are recorded every step into this list (the host's attention splits each layer's
+    // recording; those pieces are not kept)
+    std::unique_ptr<gpu::CommandList> step_list_;
+    uint64_t n_step_lists_ = 0;       // run_layers calls recorded there (their seconds are not in list_stats)
+    gpu::CommandList* cl_ = nullptr;  // the list being recorded
+    std::vector<DevLayer> layers_;    // [il], empty for CPU layers
     DevWeight output_norm_, output_;
     std::vector<RopeParams> ropes_;  // the distinct rope settings of the offloaded layers
     size_t weight_bytes_ = 0, kv_bytes_ = 0;
@@ -87,7 +111,7 @@ bool same_rope(const RopeParams& a, const RopeParams& b) {
 }
 
 VulkanOffload::VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, const KvCache& kv, int n_ubatch,
-                             const OffloadPlan& plan, bool kv_offload)
+                             const OffloadPlan& plan, bool kv_offload, int n_lists)
     : hp_(m.hparams()),
       block_(*m.arch().block),
       plan_(plan),
@@ -98,7 +122,8 @@ VulkanOffload::VulkanOffload(std::unique_ptr<gpu::Device> dev, const Model& m, c
     const HParams& hp = hp_;
     const int n_dev = plan.n_device_layers();
     ops_ = std::make_unique<gpu::Ops>(*dev_);
-    cl_ = std::make_unique<gpu::CommandList>(*dev_, 32 * n_dev + 64, 4);
+    lists_ = std::make_unique<gpu::CommandCache>(*dev_, n_lists, 32 * n_dev + 64);
+    if (!kv_offload_) step_list_ = std::make_unique<gpu::CommandList>(*dev_, 32 * n_dev + 64, 1);
     const ModelWeights& w = m.weights();
     layers_.resize((size_t)hp.n_layer);
     for (int il = 0; il < hp.n_layer; il++) {
@@ -184,7 +209,7 @@ std::string VulkanOffload::describe() const {
 void VulkanOffload::begin(const OffloadStep& s) {
     if (s.n_rows <= 0 || s.n_rows > n_ub_) fail("offload: %d rows in a ubatch of %d", s.n_rows, n_ub_);
     n_rows_ = s.n_rows;
-    b_.stage(*dev_, hp_, s, ropes_);
+    if (b_.stage(*dev_, hp_, s, ropes_)) lists_->clear();  // a grown input buffer: recordings bind the old one
     pending_ = true;
 }
 
@@ -193,10 +218,18 @@ void VulkanOffload::upload_x(const float* x) {
     x_pending_ = true;
 }
 
-void VulkanOffload::record_pending() {
-    if (pending_) b_.record_uploads(*cl_);
-    if (x_pending_) cl_->copy(whole(*b_.x_host), whole(*b_.x));
-    pending_ = x_pending_ = false;
+void VulkanOffload::record_pending(bool uploads, bool x_up) {
+    if (!uploads && !x_up) return;
+    cl_->begin_group();  // the copies are independent of each other
+    if (uploads) b_.record_uploads(*cl_);
+    if (x_up) cl_->copy(whole(*b_.x_host), whole(*b_.x));
+    cl_->end_group();
+}
+
+void VulkanOffload::pending_key(std::vector<int64_t>& key) const {
+    key.push_back(x_pending_);
+    key.push_back(pending_);
+    if (pending_) b_.upload_spans(key);
 }
 
 void VulkanOffload::norm(BufferRange in, const DevWeight& w, BufferRange out, int64_t n, int64_t n_rows,
@@ -217,11 +250,23 @@ void VulkanOffload::self_attention(int il) {
     DevLayer& L = layer(il);
     const int64_t se = b_.s_embd, nq = (int64_t)hp.n_head * hp.head_dim, nk = (int64_t)hp.n_head_kv * hp.head_dim;
     const BufferRange xn = whole(*b_.xn), q = whole(*b_.q), k = whole(*b_.k), v = whole(*b_.v);
-    linear(L.wq, L.bq, xn, se, q, nq);
-    linear(L.wk, L.bk, xn, se, k, nk);
-    linear(L.wv, L.bv, xn, se, v, nk);
+    // q, k and v are independent until attention: each step below is one group without barriers inside
+    const DevWeight* w[3] = {&L.wq, &L.wk, &L.wv};
+    const DevWeight* bias[3] = {&L.bq, &L.bk, &L.bv};
+    const BufferRange out[3] = {q, k, v};
+    const int64_t n_out[3] = {nq, nk, nk};
+    static const DevWeight none;
+    cl_->begin_group();
+    for (int i = 0; i < 3; i++) linear(*w[i], none, xn, se, out[i], n_out[i]);
+    cl_->end_group();
+    cl_->begin_group();
+    for (int i = 0; i < 3; i++)
+        if (*bias[i]) ops_->add_row(*cl_, out[i], bias[i]->range(), w[i]->ne1, n_rows_, n_out[i]);
+    cl_->end_group();
+    cl_->begin_group();
     if (L.q_norm) norm(q, L.q_norm, q, hp.head_dim, (int64_t)n_rows_ * hp.n_head, hp.head_dim);
     if (L.k_norm) norm(k, L.k_norm, k, hp.head_dim, (int64_t)n_rows_ * hp.n_head_kv, hp.head_dim);
+    cl_->end_group();
     if (!kv_offload_) {  // -nkvo: rope, KV write and attention on the host, into att
         host_attention(il);
         linear(L.wo, L.bo, whole(*b_.att), b_.s_att, whole(*b_.out), se);
@@ -229,10 +274,14 @@ void VulkanOffload::self_attention(int il) {
     }
     const gpu::RopeArgs ra = device_rope(ropes_[(size_t)L.rope]);
     const BufferRange cs = b_.rope_table(L.rope);
+    cl_->begin_group();
     ops_->rope(*cl_, q, cs, n_rows_, hp.n_head, hp.head_dim, ra);
     ops_->rope(*cl_, k, cs, n_rows_, hp.n_head_kv, hp.head_dim, ra);
+    cl_->end_group();
+    cl_->begin_group();
     ops_->kv_write(*cl_, k, nk, n_rows_, b_.cells.dev_range(), whole(*L.k), L.kf);
     ops_->kv_write(*cl_, v, nk, n_rows_, b_.cells.dev_range(), whole(*L.v), L.vf);
+    cl_->end_group();
     const bool swa = hp.layers[(size_t)il].swa;
     gpu::AttentionOp a;
     a.n_rows = n_rows_;
@@ -283,8 +332,10 @@ void VulkanOffload::ffn_gated(int il) {
     DevLayer& L = layer(il);
     const BufferRange xn = whole(*b_.xn), a = whole(*b_.ff_a), b = whole(*b_.ff_b);
     static const DevWeight none;
+    cl_->begin_group();  // gate and up are independent
     linear(L.ffn_gate, none, xn, b_.s_embd, a, b_.s_ff);
     linear(L.ffn_up, none, xn, b_.s_embd, b, b_.s_ff);
+    cl_->end_group();
     ops_->act_mul(*cl_, block_.act == FfnAct::silu ? gpu::Activation::silu : gpu::Activation::gelu_tanh, a, b,
                   (int64_t)n_rows_ * b_.s_ff);
     linear(L.ffn_down, none, a, b_.s_ff, whole(*b_.out), b_.s_embd);
@@ -294,19 +345,56 @@ void VulkanOffload::ffn_gated(int il) {
 void VulkanOffload::residual_norm(BufferRange y, const DevWeight& post, const DevWeight* next) {
     const int64_t e = hp_.n_embd, se = b_.s_embd;
     if (post) norm(y, post, y, e, n_rows_, se);
-    ops_->add(*cl_, whole(*b_.x), y, (int64_t)n_rows_ * se);
-    if (next) norm(whole(*b_.x), *next, whole(*b_.xn), e, n_rows_, se);
+    if (next)  // one dispatch for both
+        ops_->add_rms_norm(*cl_, whole(*b_.x), y, next->range(), whole(*b_.xn), e, n_rows_, se, hp_.norm_eps);
+    else ops_->add(*cl_, whole(*b_.x), y, (int64_t)n_rows_ * se);
 }
+
+void VulkanOffload::submit(const std::vector<int64_t>& key, const std::function<void()>& record) {
+    gpu::CommandList& cl = lists_->get(key, [&](gpu::CommandList& c) {
+        cl_ = &c;
+        record();
+    });
+    cl_ = nullptr;
+    cl.submit_and_wait();
+}
+
+// A recording depends on the segment of device layers [l0, l1) (-ot may leave several per step), the rows
+// (every dispatch's grid and push constants), whether it copies x up (every segment and a head after a CPU
+// layer) and whether it copies the staged inputs in (their spans); the inputs themselves are read from
+// buffers at run time, so a later step of the same shape resubmits it with only the host-visible buffers
+// rewritten. -nkvo's layers are recorded every step (run_layers).
+enum ListKind : int64_t { kLayers, kDownload, kHead };
 
 void VulkanOffload::run_layers(int l0, int l1, const HostAttention& host) {
     for (int il = l0; il < l1; il++)
         if (!on_device(il)) fail("offload: layer %d is not on the device", il);
     if (l0 >= l1) fail("offload: no layers in [%d, %d)", l0, l1);
     if (!kv_offload_ && !host) fail("offload: -nkvo needs the host's attention");
+    const bool uploads = pending_, x_up = x_pending_;
+    if (kv_offload_) {
+        std::vector<int64_t> key{kLayers, l0, l1, n_rows_};
+        pending_key(key);
+        pending_ = x_pending_ = false;
+        submit(key, [&] { record_layers(l0, l1, uploads, x_up); });
+        return;
+    }
+    // -nkvo: recorded anew (each host attention ends a recording and starts the next)
+    pending_ = x_pending_ = false;
     host_ = &host;
-    static const DevWeight none;
+    cl_ = step_list_.get();
     cl_->begin();
-    record_pending();
+    record_layers(l0, l1, uploads, x_up);
+    cl_->end();
+    n_step_lists_++;
+    cl_->submit_and_wait();
+    cl_ = nullptr;
+    host_ = nullptr;
+}
+
+void VulkanOffload::record_layers(int l0, int l1, bool uploads, bool x_up) {
+    static const DevWeight none;
+    record_pending(uploads, x_up);
     norm(whole(*b_.x), layer(l0).attn_norm, whole(*b_.xn), hp_.n_embd, n_rows_, b_.s_embd);
     for (int il = l0; il < l1; il++) {  // the DecoderBlock: attention, then the gated FFN, each a residual step
         DevLayer& L = layer(il);
@@ -316,16 +404,10 @@ void VulkanOffload::run_layers(int l0, int l1, const HostAttention& host) {
         residual_norm(whole(*b_.out), block_.post_norms ? L.post_ffn_norm : none,
                       il + 1 < l1 ? &layer(il + 1).attn_norm : nullptr);
     }
-    cl_->end();
-    cl_->submit_and_wait();
-    host_ = nullptr;
 }
 
 void VulkanOffload::download_x(float* x) {
-    cl_->begin();
-    cl_->copy(whole(*b_.x), whole(*b_.x_host));
-    cl_->end();
-    cl_->submit_and_wait();
+    submit({kDownload}, [&] { cl_->copy(whole(*b_.x), whole(*b_.x_host)); });
     b_.read_x(hp_, n_rows_, x);
 }
 
@@ -333,10 +415,20 @@ void VulkanOffload::head(const std::vector<int32_t>& rows, float* logits) {
     if (!output_) fail("offload: the output head is not on the device");
     const int n = (int)rows.size();
     if (n == 0) return;
+    if (b_.ensure_logits(*dev_, (size_t)n * (size_t)hp_.n_vocab)) lists_->clear();
+    std::vector<int64_t> key{kHead, n};
+    key.insert(key.end(), rows.begin(), rows.end());
+    pending_key(key);  // the head after a CPU layer uploads x (and the step's inputs when no layer ran)
+    const bool uploads = pending_, x_up = x_pending_;
+    pending_ = x_pending_ = false;
+    submit(key, [&] { record_head(rows, uploads, x_up); });
+    std::memcpy(logits, b_.logits->mapped(), (size_t)n * (size_t)hp_.n_vocab * sizeof(float));
+}
+
+void VulkanOffload::record_head(const std::vector<int32_t>& rows, bool uploads, bool x_up) {
+    const int n = (int)rows.size();
     const int64_t se = b_.s_embd;
-    b_.ensure_logits(*dev_, (size_t)n * (size_t)hp_.n_vocab);
-    cl_->begin();
-    record_pending();
+    record_pending(uploads, x_up);
     for (int j = 0; j < n;) {  // gather the rows (runs of consecutive rows in one copy)
         int e = j + 1;
         while (e < n && rows[(size_t)e] == rows[(size_t)e - 1] + 1) e++;
@@ -348,9 +440,6 @@ void VulkanOffload::head(const std::vector<int32_t>& rows, float* logits) {
     ops_->rms_norm(*cl_, whole(*b_.hid), output_norm_.range(), whole(*b_.hid), hp_.n_embd, n, se, hp_.norm_eps);
     ops_->matmul(*cl_, output_.type, output_.range(), hp_.n_vocab, hp_.n_embd, whole(*b_.hid), se, n, whole(*b_.logits),
                  hp_.n_vocab);
-    cl_->end();
-    cl_->submit_and_wait();
-    std::memcpy(logits, b_.logits->mapped(), (size_t)n * (size_t)hp_.n_vocab * sizeof(float));
 }
 
 void VulkanOffload::pull_kv(KvCache& kv) {
@@ -421,7 +510,9 @@ std::unique_ptr<Offload> Offload::create(const Model& model, const KvCache& kv, 
                      ", a CPU implementation (name it with --device to use it anyway)";
         return nullptr;
     }
-    return std::make_unique<VulkanOffload>(std::move(dev), model, kv, n_ubatch, plan, p.kv_offload);
+    int n_lists = p.n_lists;
+    if (const char* e = getenv("BEE_GPU_LISTS")) n_lists = atoi(e);  // 0: record every step (for comparisons)
+    return std::make_unique<VulkanOffload>(std::move(dev), model, kv, n_ubatch, plan, p.kv_offload, n_lists);
 }
 
 }  // namespace bee

@@ -1,6 +1,7 @@
 // tests/unit/gpu/test_device: device listing and selection, buffers, resubmitted command lists, timestamps.
 #include <cstring>
 
+#include "gpu/command_cache.h"
 #include "gpu/instance.h"
 #include "gpu/pipeline.h"
 #include "gpu/shaders.h"
@@ -12,9 +13,9 @@ namespace {
 using test::GpuTest;
 
 TEST(GpuShaders, EveryShaderIsEmbedded) {
-    const char* names[] = {"matmul_f32",  "matmul_f16",  "matmul_bf16", "matmul_q4_0", "matmul_q4_1",
-                           "matmul_q5_0", "matmul_q5_1", "matmul_q8_0", "matmul_q4_k", "matmul_q5_k",
-                           "matmul_q6_k", "rms_norm",    "rope",        "act_mul",     "softmax"};
+    const char* names[] = {"matmul_f32",  "matmul_f16",  "matmul_bf16", "matmul_q4_0", "matmul_q4_1", "matmul_q5_0",
+                           "matmul_q5_1", "matmul_q8_0", "matmul_q4_k", "matmul_q5_k", "matmul_q6_k", "rms_norm",
+                           "rope",        "act_mul",     "softmax",     "add_rms_norm"};
     for (const char* n : names) {
         if (!strncmp(n, "matmul_", 7)) {
             ASSERT_NE(gpu::find_shader((std::string(n) + "_sg").c_str()), nullptr) << n << "_sg";
@@ -93,6 +94,79 @@ TEST_F(GpuTest, RecordedOnceResubmitted) {
             EXPECT_GE(cl->elapsed_ns(t0, t1), 0.0);
         }
     }
+}
+
+// CommandCache: a list per key, recorded on the first get() and resubmitted after (reading the buffer's
+// current contents), the least recently used one re-recorded when full, nothing kept when recording
+// throws, and capacity 0 recording every time.
+TEST_F(GpuTest, CommandCacheKeepsListsPerKeyLeastRecentlyUsedOut) {
+    const int n = 300;
+    auto x = upload_vec(std::vector<float>(n, 1.0f));
+    gpu::CommandCache cache(*dev, 2, 4);
+    int recorded = 0;
+    auto run = [&](int64_t key) {  // x = key * x, recorded under {key}
+        gpu::CommandList& l = cache.get({key}, [&](gpu::CommandList& c) {
+            ++recorded;
+            ops->scale(c, gpu::whole(*x), (float)key, n);
+        });
+        std::vector<float> in = test::random_floats(n, (uint32_t)(recorded + 7 * key));
+        x->upload(in.data(), n * 4);
+        l.submit_and_wait();
+        const std::vector<float> out = download(*x, n);
+        for (int i = 0; i < n; i++) ASSERT_EQ(out[i], in[i] * (float)key) << "key " << key << " i " << i;
+    };
+    run(2);
+    run(3);
+    run(2);
+    EXPECT_EQ(recorded, 2);
+    run(4);  // full: evicts 3, the least recently used
+    EXPECT_EQ(recorded, 3);
+    run(2);
+    EXPECT_EQ(recorded, 3);
+    run(3);
+    EXPECT_EQ(recorded, 4);
+    EXPECT_EQ(cache.size(), 2);
+    EXPECT_EQ(cache.hits(), 2u);
+    EXPECT_EQ(cache.misses(), 4u);
+    EXPECT_THROW(cache.get({5}, [&](gpu::CommandList& c) { ops->scale(c, gpu::whole(*x), 1.0f, 0); }), Error);
+    EXPECT_EQ(cache.size(), 2);
+    run(5);  // recorded now, as if the failed recording never happened
+    EXPECT_EQ(recorded, 5);
+    cache.clear();
+    EXPECT_EQ(cache.size(), 0);
+    run(5);
+    EXPECT_EQ(recorded, 6);
+
+    gpu::CommandCache none(*dev, 0, 4);
+    for (int round = 0; round < 3; round++) {
+        gpu::CommandList& l = none.get({1}, [&](gpu::CommandList& c) {
+            ++recorded;
+            ops->scale(c, gpu::whole(*x), 2.0f, n);
+        });
+        l.submit_and_wait();
+    }
+    EXPECT_EQ(recorded, 9);
+    EXPECT_EQ(none.size(), 0);
+    EXPECT_EQ(none.hits(), 0u);
+}
+
+// Dispatches in a group run without barriers between them; the barrier after the group orders the next one.
+TEST_F(GpuTest, GroupedDispatchesThenADependentOne) {
+    const int n = 500;
+    const std::vector<float> a = test::random_floats(n, 3), b = test::random_floats(n, 4);
+    auto x = upload_vec(a), y = upload_vec(b);
+    cl->begin();
+    cl->begin_group();
+    ops->scale(*cl, gpu::whole(*x), 2.0f, n);
+    ops->scale(*cl, gpu::whole(*y), 3.0f, n);
+    EXPECT_THROW(cl->begin_group(), Error);
+    cl->end_group();
+    ops->add(*cl, gpu::whole(*x), gpu::whole(*y), n);
+    EXPECT_THROW(cl->end_group(), Error);
+    cl->end();
+    cl->submit_and_wait();
+    const std::vector<float> out = download(*x, n);
+    for (int i = 0; i < n; i++) ASSERT_EQ(out[i], a[i] * 2.0f + b[i] * 3.0f) << i;
 }
 
 TEST_F(GpuTest, BadShapesThrowBeforeRecording) {

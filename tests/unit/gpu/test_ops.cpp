@@ -15,6 +15,34 @@ using test::random_floats;
 // Row lengths: shorter than a workgroup, not a multiple of it, and long.
 const int64_t kLengths[] = {1, 7, 100, 129, 896, 2053};
 
+// The fused residual add and norm gives add()'s x and rms_norm()'s output bit for bit.
+TEST_F(GpuTest, AddRmsNormIsAddThenRmsNorm) {
+    for (int64_t n : kLengths)
+        for (bool with_w : {true, false}) {
+            const int64_t rows = 3, stride = n + 7;
+            const std::vector<float> x = random_floats((size_t)(rows * stride), 5 + (uint32_t)n, -3, 3),
+                                     y = random_floats((size_t)(rows * stride), 6, -1, 1),
+                                     w = random_floats((size_t)n, 7, 0.5f, 1.5f);
+            auto x1 = upload_vec(x), x2 = upload_vec(x), yb = upload_vec(y), wb = upload_vec(w);
+            auto n1 = upload_vec(std::vector<float>(x.size())), n2 = upload_vec(std::vector<float>(x.size()));
+            const gpu::BufferRange wr = with_w ? gpu::whole(*wb) : gpu::BufferRange{};
+            cl->begin();
+            ops->add(*cl, gpu::whole(*x1), gpu::whole(*yb), rows * stride);
+            ops->rms_norm(*cl, gpu::whole(*x1), wr, gpu::whole(*n1), n, rows, stride, 1e-6f);
+            ops->add_rms_norm(*cl, gpu::whole(*x2), gpu::whole(*yb), wr, gpu::whole(*n2), n, rows, stride, 1e-6f);
+            cl->end();
+            cl->submit_and_wait();
+            const std::vector<float> a1 = download(*x1, x.size()), a2 = download(*x2, x.size()),
+                                     m1 = download(*n1, x.size()), m2 = download(*n2, x.size());
+            for (int64_t r = 0; r < rows; ++r)
+                for (int64_t i = 0; i < n; ++i) {
+                    const size_t j = (size_t)(r * stride + i);
+                    ASSERT_EQ(0, memcmp(&a1[j], &a2[j], 4)) << "x, n " << n << " row " << r << " i " << i;
+                    ASSERT_EQ(0, memcmp(&m1[j], &m2[j], 4)) << "norm, n " << n << " row " << r << " i " << i;
+                }
+        }
+}
+
 TEST_F(GpuTest, RmsNormMatchesReference) {
     for (int64_t n : kLengths)
         for (bool with_w : {true, false}) {

@@ -102,6 +102,73 @@ TEST(OffloadCapture, HiddenStatesAcrossTheBoundary) {
     EXPECT_LT(compare_logits(got.logits, want.logits, tm.cfg.n_vocab).rel, 2e-4);
 }
 
+// Command lists recorded once per shape and resubmitted (OffloadParams::n_lists) give the bits of lists
+// recorded every step: a prefill chunk, token by token, two sequences interleaved (lists reused with other
+// visibility lists and cells), both in one batch, ubatches of 3, a capture splitting the device run, and
+// save / load / K shift; a cache of 2 re-records evicted shapes. Lists are reused, not recorded per step.
+// Also with -ot (device segments around CPU layers, the head after a CPU layer: x goes up again) and with
+// -nkvo (layers recorded every step around the host's attention; the head's lists are still kept).
+TEST(OffloadLists, ResubmittedListsMatchListsRecordedEachStep) {
+    struct Case {
+        const char* preset;
+        int ngl, n_ubatch;
+        const char* ot;
+        bool nkvo;
+    };
+    for (const Case& c :
+         {Case{"llama", 99, 512, "", false}, Case{"gemma3", 4, 3, "", false}, Case{"qwen3", 2, 512, "", false},
+          Case{"gemma3", 99, 3, "blk\\.[26]\\.=CPU", false}, Case{"qwen3", 99, 512, "", true}}) {
+        const TinyModel& tm = tiny_model(c.preset);
+        const std::vector<int32_t> a = tiny_tokens(kN, tm.cfg.n_vocab, 81), o = tiny_tokens(kN, tm.cfg.n_vocab, 82);
+        auto script = [&](Engine& eng) {
+            std::vector<float> r = decode_chunks(eng, std::vector<int32_t>(a.begin(), a.begin() + 5), 0, 0, 5);
+            auto more = [&](const std::vector<float>& v) { r.insert(r.end(), v.begin(), v.end()); };
+            for (int i = 5; i < 10; i++) {  // interleaved, one row per batch
+                more(decode_chunks(eng, {a[(size_t)i]}, i, 0, 1));
+                more(decode_chunks(eng, {o[(size_t)(i - 5)]}, i - 5, 1, 1));
+            }
+            Batch b;  // both sequences in one batch, with every layer's input captured
+            for (int i = 10; i < 12; i++) {
+                b.add(a[(size_t)i], i, 0, true);
+                b.add(o[(size_t)i - 5], i - 5, 1, true);
+            }
+            for (int il = 0; il <= tm.cfg.n_layer; il++) b.capture_layers.push_back(il);
+            DecodeOutput out;
+            eng.decode(b, out);
+            more(out.logits);
+            more(out.hidden);
+            const SeqState st = eng.memory().save(0);
+            eng.memory().clear(0);
+            EXPECT_TRUE(eng.memory().load(0, st));
+            eng.memory().move_down(0, 2, 4, 12);
+            more(decode_chunks(eng, std::vector<int32_t>(a.begin() + 12, a.end()), 10, 0, 1));
+            more(decode_chunks(eng, std::vector<int32_t>(o.begin() + 7, o.begin() + 11), 7, 1, 2));
+            return r;
+        };
+        auto params = [&](int n_lists) {
+            EngineParams p = offload_params(c.ngl, 2);
+            p.n_ubatch = c.n_ubatch;
+            p.offload.n_lists = n_lists;
+            p.offload.kv_offload = !c.nkvo;
+            if (*c.ot) parse_tensor_overrides(c.ot, &p.offload.overrides);
+            return p;
+        };
+        DEVICE_ENGINE_OR_SKIP(each, *tm.model, params(0));
+        const std::vector<float> want = script(*each);
+        EXPECT_EQ(each->offload()->list_stats().reused, 0u);
+        for (int n_lists : {16, 2}) {
+            DEVICE_ENGINE_OR_SKIP(kept, *tm.model, params(n_lists));
+            EXPECT_TRUE(same_bits(script(*kept), want))
+                << c.preset << " " << c.ot << (c.nkvo ? " -nkvo" : "") << " with " << n_lists << " lists";
+            const Offload::ListStats st = kept->offload()->list_stats();
+            EXPECT_GT(st.reused, 0u) << c.preset << " " << c.ot << " with " << n_lists << " lists";
+            if (n_lists == 16 && !c.nkvo) {
+                EXPECT_LT(st.recorded, st.reused) << c.preset << " " << c.ot;
+            }
+        }
+    }
+}
+
 // Save, clear and load a sequence whose KV is on the device, and move a range (K re-rotated): the device
 // engine continues as the CPU engine does after the same operations.
 TEST(OffloadSeqMemory, SaveLoadAndShift) {
