@@ -40,7 +40,7 @@ generate: setup build models
 test: setup build models
 	bash scripts/check_sizes.sh
 	cd $(BUILD) && BEE_REQUIRE_GPU=1 ctest --output-on-failure -j $(JOBS)
-	python3 -m pytest -q tests/py
+	BEE_REQUIRE_GPU=1 python3 -m pytest -q tests/py
 	BEE_BIN=$(BUILD)/bee python3 -m pytest -q tests/server
 
 asan:

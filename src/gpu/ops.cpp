@@ -141,39 +141,43 @@ void Ops::matmul(CommandList& cl, GgmlType wtype, BufferRange w, int64_t n_out, 
     cl.dispatch(pipeline(name.c_str(), 3, sizeof push), {w, x, y}, &push, gx, gy, (uint32_t)gz);
 }
 
+namespace {
+
+// rms_norm / add_rms_norm: n values per row, n_rows rows `stride` floats apart (at most one dispatch of
+// rows); the bytes a row-major buffer of that shape spans.
+size_t norm_rows_bytes(const char* op, int64_t n, int64_t n_rows, int64_t stride) {
+    if (n <= 0 || n_rows <= 0 || stride < n || n_rows > 65535)
+        fail("gpu: %s: bad shape n %lld, %lld rows (at most 65535), stride %lld", op, (long long)n, (long long)n_rows,
+             (long long)stride);
+    return ((size_t)(n_rows - 1) * (size_t)stride + (size_t)n) * 4;
+}
+
+struct NormPush {
+    uint32_t n, stride;
+    float eps;
+    uint32_t has_w;
+};
+
+}  // namespace
+
 void Ops::rms_norm(CommandList& cl, BufferRange x, BufferRange w, BufferRange y, int64_t n, int64_t n_rows,
                    int64_t stride, float eps) {
-    if (n <= 0 || n_rows <= 0 || stride < n)
-        fail("gpu: rms_norm: bad shape n %lld, %lld rows, stride %lld", (long long)n, (long long)n_rows,
-             (long long)stride);
-    const size_t bytes = ((size_t)(n_rows - 1) * (size_t)stride + (size_t)n) * 4;
+    const size_t bytes = norm_rows_bytes("rms_norm", n, n_rows, stride);
     need_bytes(x, bytes, "rms_norm", "x");
     need_bytes(y, bytes, "rms_norm", "y");
     if (w.buffer) need_bytes(w, (size_t)n * 4, "rms_norm", "w");
-    struct {
-        uint32_t n, stride;
-        float eps;
-        uint32_t has_w;
-    } push{(uint32_t)n, (uint32_t)stride, eps, w.buffer ? 1u : 0u};
-    if (n_rows > 65535) fail("gpu: rms_norm: %lld rows is too many for one dispatch", (long long)n_rows);
+    const NormPush push{(uint32_t)n, (uint32_t)stride, eps, w.buffer ? 1u : 0u};
     cl.dispatch(pipeline("rms_norm", 3, sizeof push), {x, w.buffer ? w : x, y}, &push, (uint32_t)n_rows);
 }
 
 void Ops::add_rms_norm(CommandList& cl, BufferRange x, BufferRange y, BufferRange w, BufferRange xn, int64_t n,
                        int64_t n_rows, int64_t stride, float eps) {
-    if (n <= 0 || n_rows <= 0 || stride < n || n_rows > 65535)
-        fail("gpu: add_rms_norm: bad shape n %lld, %lld rows, stride %lld", (long long)n, (long long)n_rows,
-             (long long)stride);
-    const size_t bytes = ((size_t)(n_rows - 1) * (size_t)stride + (size_t)n) * 4;
+    const size_t bytes = norm_rows_bytes("add_rms_norm", n, n_rows, stride);
     need_bytes(x, bytes, "add_rms_norm", "x");
     need_bytes(y, bytes, "add_rms_norm", "y");
     need_bytes(xn, bytes, "add_rms_norm", "xn");
     if (w.buffer) need_bytes(w, (size_t)n * 4, "add_rms_norm", "w");
-    struct {
-        uint32_t n, stride;
-        float eps;
-        uint32_t has_w;
-    } push{(uint32_t)n, (uint32_t)stride, eps, w.buffer ? 1u : 0u};
+    const NormPush push{(uint32_t)n, (uint32_t)stride, eps, w.buffer ? 1u : 0u};
     cl.dispatch(pipeline("add_rms_norm", 4, sizeof push), {x, y, w.buffer ? w : y, xn}, &push, (uint32_t)n_rows);
 }
 

@@ -1,9 +1,11 @@
 """-ngl / -ot / -nkvo through `bee run` on Mesa's llvmpipe (`make setup` installs it; the tests skip in a build
-without Vulkan or on a machine without a Vulkan device): greedy output with speculation (a model-free
+without Vulkan or on a machine without a Vulkan device, and fail there under BEE_REQUIRE_GPU=1, which
+`make test` sets, so a broken install cannot pass as a skip): greedy output with speculation (a model-free
 drafter, and the EAGLE-3 head, which reads hidden states captured on the device) equals the output
 without it on the offloaded model; -ot and -nkvo act, and bad -ot values are clear errors. llvmpipe runs
 SmolLM2 at seconds per token: few tokens."""
 import json
+import os
 import subprocess
 
 import pytest
@@ -24,7 +26,17 @@ def vulkan_device():
     return "Vulkan0:" in r.stdout
 
 
-pytestmark = pytest.mark.skipif(not vulkan_device(), reason="no Vulkan layer in this build, or no Vulkan device")
+HAVE_DEVICE = vulkan_device()
+REQUIRED = os.environ.get("BEE_REQUIRE_GPU") == "1"
+
+
+@pytest.fixture(autouse=True)
+def _device_or_skip():
+    if not HAVE_DEVICE:
+        why = "no Vulkan layer in this build, or no Vulkan device"
+        if REQUIRED:
+            pytest.fail(why + " (BEE_REQUIRE_GPU=1: `make setup` installs Mesa's software driver)")
+        pytest.skip(why)
 
 DEVICE = ["-dev", "0"]  # by index: unnamed, a CPU implementation such as llvmpipe is not used
 
