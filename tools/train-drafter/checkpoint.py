@@ -1,11 +1,67 @@
 """tools/train-drafter/checkpoint: what every trainer does around its loop — resume from a checkpoint, save the
 checkpoint and the GGUF together (each written to .part, then renamed), stop cleanly on Ctrl-C / SIGTERM or at
 the time limit, and the order of the training batches."""
+import math
 import os
 import signal
 import time
 
+import numpy as np
 import torch
+
+
+def start(args, ckpt_path):
+    """What a run starts from: (ckpt, init). ckpt: OUT's own checkpoint with --resume (model, optimizer, schedule
+    and batch order go on); init: another checkpoint with --init (its weights, draft vocabulary and shape, under a
+    new optimizer and schedule: a further stage on more data). Both None for a run from scratch."""
+    if args.resume and args.init:
+        raise SystemExit("error: --resume and --init exclude each other (--resume continues OUT's own checkpoint)")
+    path = ckpt_path if args.resume else args.init
+    if not path:
+        return None, None
+    if not os.path.exists(path):
+        raise SystemExit(f"error: {'--resume' if args.resume else '--init'}: {path} does not exist")
+    ck = torch.load(path, weights_only=False)
+    if args.resume:
+        print(f"resuming {path} at step {ck['step']}", flush=True)
+        return ck, None
+    print(f"starting from the weights of {path} (step {ck['step']} there), a new schedule", flush=True)
+    return None, ck
+
+
+def grow_vocab(init, d2t):
+    """An --init checkpoint's draft vocabulary grown to d2t (a sorted superset of it): the output rows of its tokens
+    carry over, a new token's row starts as the mean of the old rows (an average token's score, learnt from there)."""
+    old = np.asarray(init["d2t"], dtype=np.int64)
+    if len(d2t) == len(old):
+        return
+    w = init["model"]["lm_head.weight"]
+    grown = w.mean(0, keepdim=True).repeat(len(d2t), 1)
+    grown[torch.from_numpy(np.searchsorted(d2t, old))] = w
+    init["model"]["lm_head.weight"] = grown
+    init["d2t"] = d2t
+    init["cfg"] = dict(init["cfg"], n_draft=len(d2t))
+    print(f"draft vocabulary grown from {len(old)} to {len(d2t)} tokens (new output rows start at the mean row)",
+          flush=True)
+
+
+def load_weights(model, ck, path):
+    """The weights of checkpoint ck (read from path) into model, or a clear error when they are another drafter's."""
+    try:
+        model.load_state_dict(ck["model"])
+    except RuntimeError as e:
+        raise SystemExit(f"error: --init: {path} holds another kind or shape of drafter: {str(e).splitlines()[0]}")
+
+
+def lr_schedule(args, total, t_start):
+    """lr_at(step): linear warm-up, then cosine to a tenth over the steps, or over --time-limit when that ends first."""
+    def lr_at(st):
+        done = st / total
+        if args.time_limit:
+            done = max(done, (time.time() - t_start) / 60 / args.time_limit)
+        cos = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, done)))
+        return args.lr * min(1.0, (st + 1) / args.warmup) * cos
+    return lr_at
 
 
 def restore(ckpt, model, opt, rng):

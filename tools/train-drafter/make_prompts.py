@@ -4,11 +4,13 @@ answers to make drafter training data.
 
 Every word below was written for this project (topic seeds and request patterns, combined by a seeded random
 generator), so the prompt set is the project's own work under the project's licence: nothing is copied from a
-data set. The output is deterministic: running it again gives the same file.
+data set. The output is deterministic: running it again gives the same file. The prompts of bench/prompts/*.jsonl are never
+written, so a head is never trained on the prompts it is benchmarked on.
 
-    python3 tools/train-drafter/make_prompts.py [--out tools/train-drafter/prompts.jsonl] [--n 1600]
+    python3 tools/train-drafter/make_prompts.py [--out tools/train-drafter/prompts.jsonl] [--n 4000]
 """
 import argparse
+import glob
 import json
 import os
 import random
@@ -180,15 +182,25 @@ def make(kind, rng):
     return text[0].upper() + text[1:]
 
 
+def bench_prompts():
+    """The user texts of the benchmark prompt sets (bench/prompts/*.jsonl)."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "prompts")
+    texts = set()
+    for path in glob.glob(os.path.join(root, "*.jsonl")):
+        with open(path) as f:
+            texts.update(json.loads(line).get("user", "") for line in f if line.strip())
+    return texts
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts.jsonl"))
-    ap.add_argument("--n", type=int, default=1600, help="number of distinct prompts")
+    ap.add_argument("--n", type=int, default=4000, help="number of distinct prompts")
     ap.add_argument("--seed", type=int, default=19)
     args = ap.parse_args()
     rng = random.Random(args.seed)
     kinds = [k for k, w in WEIGHTS.items() for _ in range(w)]
-    seen, out = set(), []
+    seen, out = bench_prompts(), []
     while len(out) < args.n:
         text = make(rng.choice(kinds), rng)
         if text not in seen:

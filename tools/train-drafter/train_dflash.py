@@ -8,7 +8,6 @@ row i predicts the token at p+i against the target's top-k distribution at row p
 compact draft vocabulary, weighted exp(-(i-1)/gamma); rows whose target top-1 is outside the draft vocabulary,
 beyond the sequence or inside the prompt are not scored.
 """
-import math
 import os
 import time
 
@@ -56,6 +55,9 @@ def add_parser(sub):
                         "before --steps")
     d.add_argument("--eval-seqs", type=int, default=0, help="held-out sequences evaluated at the end [all]")
     d.add_argument("--resume", action="store_true", help="continue from OUT.ckpt.pt")
+    d.add_argument("--init", default="",
+                   help="start from the weights (and draft vocabulary) of this checkpoint, with a new optimizer and "
+                        "schedule: a further stage on more data")
     return d
 
 
@@ -204,13 +206,11 @@ def run(args, dump, target, choose_vocab):
     if not train:
         raise SystemExit(f"error: {args.data} has no training sequence (all are held out)")
     ckpt_path = args.out + ".ckpt.pt"
-    ckpt = None
-    if args.resume:
-        if not os.path.exists(ckpt_path):
-            raise SystemExit(f"error: --resume: {ckpt_path} does not exist")
-        ckpt = torch.load(ckpt_path, weights_only=False)
-        d2t, cfg = ckpt["d2t"], ckpt["cfg"]
-        print(f"resuming {ckpt_path} at step {ckpt['step']}", flush=True)
+    ckpt, init = checkpoint.start(args, ckpt_path)
+    if init is not None:
+        checkpoint.grow_vocab(init, choose_vocab(dump, train, target, args.draft_vocab, keep=init["d2t"]))
+    if ckpt is not None or init is not None:
+        d2t, cfg = (ckpt or init)["d2t"], (ckpt or init)["cfg"]
     else:
         d2t = choose_vocab(dump, train, target, args.draft_vocab)
         mask = choose_mask(dump, target, args.mask_token)
@@ -221,7 +221,9 @@ def run(args, dump, target, choose_vocab):
     d2t_t = torch.from_numpy(d2t)
     embed = torch.from_numpy(target.embedding()).to(torch.bfloat16 if args.bf16 else torch.float32)
     model = DflashDrafter(cfg, embed)
-    if ckpt is None and args.init_output == "target":
+    if init is not None:
+        checkpoint.load_weights(model, init, args.init)
+    elif ckpt is None and args.init_output == "target":
         with torch.no_grad():
             model.lm_head.weight.copy_(torch.from_numpy(target.output()[d2t]))  # out_norm starts at ones
     n_params = sum(p.numel() for p in model.parameters())
@@ -235,12 +237,7 @@ def run(args, dump, target, choose_vocab):
           f"steps of {args.batch_seqs} sequences x {args.anchors} blocks", flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=args.weight_decay)
 
-    def lr_at(st):  # cosine over the steps, or over --time-limit when that ends first
-        done = st / total
-        if args.time_limit:
-            done = max(done, (time.time() - t_start) / 60 / args.time_limit)
-        cos = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, done)))
-        return args.lr * min(1.0, (st + 1) / args.warmup) * cos
+    lr_at = checkpoint.lr_schedule(args, total, t_start)
 
     weights = torch.exp(-torch.arange(Bk - 1, dtype=torch.float32) / args.gamma)
     rng = np.random.default_rng(args.seed)

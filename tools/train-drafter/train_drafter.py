@@ -17,7 +17,6 @@ teacher-forced acceptance per depth on them is printed. A checkpoint (OUT.ckpt.p
 --ckpt-minutes and on Ctrl-C; --resume continues from the checkpoint.
 """
 import argparse
-import math
 import os
 import sys
 import time
@@ -69,9 +68,13 @@ def parse_args(argv):
     e.add_argument("--bf16", type=int, default=1, help="1: bfloat16 autocast for the matrix products")
     e.add_argument("--seed", type=int, default=1)
     e.add_argument("--ckpt-minutes", type=float, default=10.0)
-    e.add_argument("--time-limit", type=float, default=0.0, help="minutes; stop (and write) when reached")
+    e.add_argument("--time-limit", type=float, default=0.0,
+                   help="minutes; stop (and write) when reached; the learning rate's cosine ends there too")
     e.add_argument("--eval-seqs", type=int, default=0, help="held-out sequences evaluated at the end [all]")
     e.add_argument("--resume", action="store_true", help="continue from OUT.ckpt.pt")
+    e.add_argument("--init", default="",
+                   help="start from the weights (and draft vocabulary) of this checkpoint, with a new optimizer and "
+                        "schedule: a further stage on more data")
     train_dflash.add_parser(sub)
     return ap.parse_args(argv)
 
@@ -90,10 +93,17 @@ def head_config(args, target, n_draft):
                 norm_before_residual=False)
 
 
-def choose_vocab(dump, train, target, n):
+def choose_vocab(dump, train, target, n, keep=None):
+    """The draft vocabulary: the n most frequent tokens of the training answers (all of them if fewer), sorted; with
+    keep (an earlier stage's vocabulary), all of keep and then the most frequent others until n."""
     counts = dump.response_token_counts(train, target.n_vocab)
-    n = min(n, int((counts > 0).sum()))
-    d2t = np.sort(np.argsort(-counts, kind="stable")[:n]).astype(np.int64)
+    order = np.argsort(-counts, kind="stable")
+    order = order[counts[order] > 0]
+    if keep is not None:
+        order = np.concatenate([np.asarray(keep, dtype=np.int64), order[~np.isin(order, keep)]])
+        n = max(n, len(keep))
+    d2t = np.sort(order[:n]).astype(np.int64)
+    n = len(d2t)
     cover = counts[d2t].sum() / max(1, counts.sum())
     print(f"draft vocabulary: {n} of {target.n_vocab} tokens cover {cover:.2%} of the training responses", flush=True)
     return d2t
@@ -170,14 +180,11 @@ def main(argv=None):
     if not train:
         raise SystemExit(f"error: {args.data} has no training sequence (all are held out)")
     ckpt_path = args.out + ".ckpt.pt"
-    ckpt = None
-    if args.resume:
-        if not os.path.exists(ckpt_path):
-            raise SystemExit(f"error: --resume: {ckpt_path} does not exist")
-        ckpt = torch.load(ckpt_path, weights_only=False)
-        d2t = ckpt["d2t"]
-        cfg = ckpt["cfg"]
-        print(f"resuming {ckpt_path} at step {ckpt['step']}", flush=True)
+    ckpt, init = checkpoint.start(args, ckpt_path)
+    if init is not None:
+        checkpoint.grow_vocab(init, choose_vocab(dump, train, target, args.draft_vocab, keep=init["d2t"]))
+    if ckpt is not None or init is not None:
+        d2t, cfg = (ckpt or init)["d2t"], (ckpt or init)["cfg"]
     else:
         d2t = choose_vocab(dump, train, target, args.draft_vocab)
         cfg = head_config(args, target, len(d2t))
@@ -186,7 +193,9 @@ def main(argv=None):
     d2t_t = torch.from_numpy(d2t)
     embed = torch.from_numpy(target.embedding()).to(torch.bfloat16 if args.bf16 else torch.float32)
     model = Eagle3Head(cfg, embed)
-    if ckpt is None and args.init_output == "target":  # the target's output rows of the draft vocabulary
+    if init is not None:
+        checkpoint.load_weights(model, init, args.init)
+    elif ckpt is None and args.init_output == "target":  # the target's output rows of the draft vocabulary
         with torch.no_grad():
             model.lm_head.weight.copy_(torch.from_numpy(target.output()[d2t]))
             model.out_norm.weight.copy_(torch.from_numpy(target.output_norm()))
@@ -201,7 +210,7 @@ def main(argv=None):
           f"{args.batch_seqs} sequences, {args.ttt} depths, {args.boundary_frac:.0%} of the boundaries per step",
           flush=True)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, betas=(0.9, 0.95), weight_decay=args.weight_decay)
-    lr_at = lambda st: args.lr * min(1.0, (st + 1) / args.warmup) * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, st / total))))
+    lr_at = checkpoint.lr_schedule(args, total, t_start)
     rng = np.random.default_rng(args.seed)
     step = checkpoint.restore(ckpt, model, opt, rng)
     desc = f"trained by tools/train-drafter on {os.path.basename(args.data)}"

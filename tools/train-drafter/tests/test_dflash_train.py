@@ -135,3 +135,20 @@ def test_resume_continues_the_checkpoint(trained, capsys):
     train_drafter.main(args[:args.index("--steps")] + ["--steps", "3"] + args[args.index("--steps") + 2:] + ["--resume"])
     text = capsys.readouterr().out
     assert "resuming" in text and "at step 2" in text and "final: step 3" in text
+
+
+def test_init_starts_a_new_stage_and_refuses_another_drafter(trained, capsys, tmp_path):
+    tmp, out, args = trained
+    stage2 = tmp_path / "stage2.gguf"
+    new = args[:args.index("--out")] + ["--out", str(stage2)] + args[args.index("--out") + 2:]
+    capsys.readouterr()
+    train_drafter.main(new + ["--init", str(out) + ".ckpt.pt"])
+    text = capsys.readouterr().out
+    assert "starting from the weights of" in text and "final: step 2" in text
+    first = torch.load(str(out) + ".ckpt.pt", weights_only=False)
+    ck = torch.load(str(stage2) + ".ckpt.pt", weights_only=False)
+    assert ck["step"] == 2 and np.array_equal(ck["d2t"], first["d2t"])
+    other = tmp_path / "other.ckpt.pt"  # an EAGLE-3 checkpoint's weights are refused by name
+    torch.save(dict(model={"fc.weight": torch.zeros(1)}, step=1, d2t=first["d2t"], cfg=first["cfg"]), other)
+    with pytest.raises(SystemExit, match="another kind or shape of drafter"):
+        train_drafter.main(new + ["--init", str(other)])

@@ -93,3 +93,44 @@ def test_resume_continues_from_checkpoint(data, capsys):
     ck = torch.load(str(out) + ".ckpt.pt", weights_only=False)
     assert ck["step"] == 6
     bee("train-data", "--eval-head", out, "-m", SMOLLM, "--data", data / "dump", "--depth", "2")
+
+
+def test_init_starts_a_new_stage_from_a_checkpoint(data, capsys):
+    first = train(data, "--steps", "4")
+    first_ck = torch.load(str(first) + ".ckpt.pt", weights_only=False)
+    capsys.readouterr()
+    second = data / "stage2.gguf"
+    args = ["eagle3", "--data", str(data / "dump"), "--target", str(SMOLLM), "--out", str(second), "--batch-seqs", "3",
+            "--ttt", "2", "--lr", "1e-9", "--warmup", "1", "--type", "f32", "--bf16", "0", "--steps", "2",
+            "--init", str(first) + ".ckpt.pt"]
+    train_drafter.main(args)
+    log = capsys.readouterr().out
+    assert "starting from the weights of" in log and "step 2/2" in log
+    ck = torch.load(str(second) + ".ckpt.pt", weights_only=False)
+    assert ck["step"] == 2 and np.array_equal(ck["d2t"], first_ck["d2t"]) and ck["cfg"] == first_ck["cfg"]
+    # a learning rate of 1e-9 leaves the weights where the first stage left them
+    for k, v in first_ck["model"].items():
+        assert torch.allclose(ck["model"][k].float(), v.float(), atol=1e-5), k
+    with pytest.raises(SystemExit, match="exclude each other"):
+        train_drafter.main(args + ["--resume"])
+    with pytest.raises(SystemExit, match="does not exist"):
+        train_drafter.main(args[:-1] + [str(data / "missing.ckpt.pt")])
+
+
+def test_init_grows_the_draft_vocabulary(data, capsys):
+    first = train(data, "--steps", "2", "--draft-vocab", "40")
+    first_ck = torch.load(str(first) + ".ckpt.pt", weights_only=False)
+    second = data / "grown.gguf"
+    train_drafter.main(["eagle3", "--data", str(data / "dump"), "--target", str(SMOLLM), "--out", str(second),
+                        "--batch-seqs", "3", "--ttt", "2", "--lr", "1e-9", "--warmup", "1", "--type", "f32", "--bf16",
+                        "0", "--steps", "1", "--draft-vocab", "70", "--init", str(first) + ".ckpt.pt"])
+    assert "draft vocabulary grown from 40 to 70 tokens" in capsys.readouterr().out
+    ck = torch.load(str(second) + ".ckpt.pt", weights_only=False)
+    old, new = first_ck["d2t"], ck["d2t"]
+    assert len(new) == 70 and ck["cfg"]["n_draft"] == 70 and np.all(np.diff(new) > 0) and np.isin(old, new).all()
+    w_old, w_new = first_ck["model"]["lm_head.weight"], ck["model"]["lm_head.weight"]
+    at = np.searchsorted(new, old)
+    assert torch.allclose(w_new[at], w_old, atol=1e-5)  # the old tokens' rows carried over
+    fresh = np.setdiff1d(np.arange(70), at)
+    assert torch.allclose(w_new[fresh], w_old.mean(0).expand(len(fresh), -1), atol=1e-5)
+    bee("train-data", "--eval-head", second, "-m", SMOLLM, "--data", data / "dump", "--depth", "2")
