@@ -102,6 +102,37 @@ double median(std::vector<double> v) {
     return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// One configuration of --types: "TYPES" or "TYPES FLAG VALUE ..." — the speculative types, then spec flags
+// of its own over the command line's (e.g. "dflash --spec-branch-budget 8", "draft-eagle3 -md HEAD.gguf"), so
+// drafters of different files or shapes are compared side by side in one run.
+SpecParams config_params(const std::string& config, const SpecOptions& raw, const SpecParams& finished, int n_ctx,
+                         int n_threads) {
+    std::vector<std::string> words;
+    std::stringstream ss(config);
+    for (std::string w; ss >> w;) words.push_back(w);
+    SpecParams out = finished;
+    if (words.size() > 1) {
+        SpecOptions so = raw;
+        ArgParser p("bee bench spec", "one configuration's own speculative-decoding flags");
+        add_spec_options(p, so);
+        std::vector<std::string> argv_s(words.begin() + 1, words.end());
+        std::vector<char*> argv;
+        for (std::string& a : argv_s) argv.push_back(a.data());
+        try {
+            p.parse((int)argv.size(), argv.data());
+        } catch (const Error& e) {
+            fail("--types configuration '%s': %s", config.c_str(), e.what());
+        }
+        so.type_given = true;
+        so.params.types = parse_spec_types(words.empty() ? "none" : words[0]);
+        finish_spec_options(so, n_ctx, n_threads);
+        out = so.params;
+    }
+    out.types = parse_spec_types(words.empty() ? "none" : words[0]);
+    out.auto_mtp = false;  // each configuration is exactly its types ("none": no speculation)
+    return out;
+}
+
 // One pass of the whole prompt set with one configuration (`spec` null: no speculation), on the runtime
 // with one slot. The scheduler, and with it the drafters' process-wide state (suffix's global tree,
 // ngram-mod's table, the dynamic ngram cache), is new for every pass: a second pass over the same prompts
@@ -260,7 +291,8 @@ int cmd_bench_spec(int argc, char** argv) {
     p.str("--prompts", &o.prompts, "FILE",
           "prompt set, JSON lines with a \"user\" field [bench/prompts/grounded.jsonl]");
     p.str("--types", &o.types, "LIST",
-          "configurations separated by ';', each a --spec-type value "
+          "configurations separated by ';', each a --spec-type value, optionally followed by spec flags of "
+          "its own (\"dflash --spec-branch-budget 8\", \"draft-eagle3 -md HEAD.gguf\") "
           "(default: every model-free type, plus draft or draft-eagle3 with -md); none is always run first");
     p.i32("-n,--n-predict", &o.n_predict, "tokens to generate per prompt [128]", 1, 1 << 20);
     p.flag("--ignore-eos", &o.ignore_eos, "keep generating after end-of-generation tokens (every run is -n long)");
@@ -283,6 +315,7 @@ int cmd_bench_spec(int argc, char** argv) {
         std::unique_ptr<Model> model = load_model(o.model);
         EngineParams ep = engine_params(o.model);
         Engine eng(*model, ep);
+        const SpecOptions raw_spec = o.spec;  // each configuration's own flags start from the command line's
         finish_spec_options(o.spec, eng.params().n_ctx, eng.params().n_threads);
 
         std::vector<std::vector<int32_t>> prompts;
@@ -307,8 +340,7 @@ int cmd_bench_spec(int argc, char** argv) {
         std::vector<SpecParams> params(configs.size(), o.spec.params);
         for (size_t c = 0; c < configs.size(); c++) {
             results[c].name = configs[c];
-            params[c].types = parse_spec_types(configs[c]);
-            params[c].auto_mtp = false;  // each configuration is exactly its types ("none": no speculation)
+            params[c] = config_params(configs[c], raw_spec, o.spec.params, eng.params().n_ctx, eng.params().n_threads);
         }
         for (int rep = 0; rep < o.reps; rep++)
             for (size_t c = 0; c < configs.size(); c++) {

@@ -151,3 +151,28 @@ def test_bench_spec_cost_curve(bee, smollm):
     assert all(m > 0 for m in ms)
     assert float(rows[0][2]) == 1.0
     assert abs(float(rows[2][2]) - ms[2] / ms[0]) < 0.01
+
+
+def test_bench_spec_configurations_with_their_own_flags(bee, smollm, tmp_path):
+    """--types "TYPES FLAGS..." gives one configuration its own spec flags: drafters of different files and a DDTree
+    next to a flat chain, side by side in one run, each greedy-identical to no speculation."""
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"user": "Why is the sky blue? Explain it simply."}) + "\n")
+    dflash = ROOT / "drafters" / "SmolLM2-135M-Instruct.dflash.gguf"
+    eagle3 = ROOT / "drafters" / "SmolLM2-135M-Instruct.eagle3.gguf"
+    configs = [f"dflash -md {dflash}", f"dflash -md {dflash} --spec-branch-budget 4", f"draft-eagle3 -md {eagle3}"]
+    r = bee("bench", "spec", "-m", smollm, "--prompts", prompts, "-n", "12", "-r", "1", "-t", "2", "-o", "json",
+            "--types", ";".join(configs), "--no-spec-dm-adaptive", "--spec-draft-n-max", "3")
+    assert r.returncode == 0, r.stderr
+    res = {c["spec_type"]: c for c in json.loads(r.stdout)}
+    assert list(res) == ["none"] + configs
+    for c in configs:
+        assert res[c]["same_tokens"] and res[c]["drafters"][0]["n_draft"] > 0, res[c]
+    flat, tree = res[configs[0]]["drafters"][0], res[configs[1]]["drafters"][0]
+    assert tree["gen_tokens"] > flat["gen_tokens"], (flat, tree)  # the branch budget adds tree nodes
+    assert_clean_error(bee("bench", "spec", "-m", smollm, "--prompts", prompts, "-n", "2", "--types", "dflash --bogus 1"),
+                       "dflash --bogus 1", "--bogus")
+    assert_clean_error(bee("bench", "spec", "-m", smollm, "--prompts", prompts, "-n", "2", "--types", "dflash -t 2"),
+                       "unknown option '-t'")  # only speculative-decoding flags belong to a configuration
+    assert_clean_error(bee("bench", "spec", "-m", smollm, "--prompts", prompts, "-n", "2", "--types",
+                           "dflash --spec-draft-n-max 2"), "-md")
