@@ -4,8 +4,8 @@ answers to make drafter training data.
 
 Every word below was written for this project (topic seeds and request patterns, combined by a seeded random
 generator), so the prompt set is the project's own work under the project's licence: nothing is copied from a
-data set. The output is deterministic: running it again gives the same file. The prompts of bench/prompts/*.jsonl are never
-written, so a head is never trained on the prompts it is benchmarked on.
+data set. The output is deterministic: running it again gives the same file. The prompts of
+bench/prompts/*.jsonl are never written, so a head is never trained on the prompts it is benchmarked on.
 
     python3 tools/train-drafter/make_prompts.py [--out tools/train-drafter/prompts.jsonl] [--n 4000]
 """
