@@ -8,12 +8,14 @@
 #include <functional>
 #include <unistd.h>
 
+#include "../common/error_of.h"
 #include "gguf_test_util.h"
 
 namespace bee {
 namespace {
 
 using test::add_pattern_tensor;
+using test::error_of;
 using test::pattern_bytes;
 using VT = GgufValueType;
 
@@ -286,15 +288,6 @@ GgufFile getter_file(std::vector<uint8_t>& img) {
     w.set("u8a", GgufValue::make_array(VT::UINT8, {GgufValue::make_uint(VT::UINT8, 3)}));
     img = w.serialize();
     return GgufFile::parse(img.data(), img.size(), "g.gguf");
-}
-
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
 }
 
 TEST(GgufGetters, Values) {

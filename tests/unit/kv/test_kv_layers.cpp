@@ -16,6 +16,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "../common/error_of.h"
 #include "base/error.h"
 #include "kv/kv_cache.h"
 #include "kv/kv_layers.h"
@@ -24,6 +25,8 @@
 
 namespace bee {
 namespace {
+
+using test::error_of;
 
 // Gemma 3 270M's shape (1 KV head of 256), 4 layers; V turbo3 except where `v_layer` says.
 KvCacheParams layer_params(std::vector<GgmlType> v_layer) {
@@ -40,15 +43,6 @@ KvCacheParams layer_params(std::vector<GgmlType> v_layer) {
 }
 
 const std::vector<GgmlType> kBoundary1 = {GgmlType::Q8_0, GgmlType::TURBO3, GgmlType::TURBO3, GgmlType::Q8_0};
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
-}
 
 TEST(KvLayers, RowBytesAndBytesPerTokenFollowEachLayersType) {
     KvCache kv(layer_params(kBoundary1));

@@ -8,6 +8,7 @@
 
 #include <functional>
 
+#include "../common/error_of.h"
 #include "base/error.h"
 #include "offload_test_util.h"
 #include "tiny_model.h"
@@ -26,14 +27,6 @@ std::string placement(const OffloadPlan& p) {
     std::string s;
     for (bool d : p.layers) s += d ? '1' : '0';
     return s + (p.head ? "H" : "");
-}
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "(no error)";
 }
 #define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
 

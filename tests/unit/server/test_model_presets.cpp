@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "../common/error_of.h"
 #include "base/error.h"
 #include "server/model_presets.h"
 
@@ -14,6 +15,8 @@ using namespace bee::server;
 namespace fs = std::filesystem;
 
 namespace {
+
+using bee::test::error_of;
 
 // A few of bee serve's flags: name -> takes a value.
 bool fake_flags(const std::string& flag, bool* takes_value) {
@@ -50,15 +53,6 @@ const ModelSpec& by_name(const std::vector<ModelSpec>& v, const std::string& nam
     for (const ModelSpec& m : v)
         if (m.name == name) return m;
     throw std::runtime_error("no model " + name);
-}
-
-std::string error_of(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const bee::Error& e) {
-        return e.what();
-    }
-    return "";
 }
 
 }  // namespace
