@@ -164,22 +164,161 @@ CODE_TOPICS = ["recursion", "hash tables", "binary search", "sorting algorithms"
                "unit testing", "debugging", "JSON", "APIs", "error handling", "classes and objects",
                "loops", "closures", "string formatting", "reading files", "dictionaries"]
 
+PART_1 = 4000  # prompts from the first generator; those after it come from part 2
+
 WEIGHTS = {"explain": 5, "list": 3, "story": 2, "poem": 1, "code": 3, "code_explain": 1, "advice": 2,
            "problem": 1, "email": 1, "compare": 1}
 
 
-def make(kind, rng):
-    pat = rng.choice(PATTERNS[kind])
-    fill = dict(topic=rng.choice(TOPICS), person=rng.choice(PEOPLE), situation=rng.choice(SITUATIONS),
-                thing=rng.choice(THINGS), lang=rng.choice(LANGUAGES), code=rng.choice(CODE_TASKS),
-                goal=rng.choice(GOALS), problem=rng.choice(PROBLEMS), recipient=rng.choice(RECIPIENTS),
+# Part 2 (prompts 4001 on): the first 4000 prompts stay exactly as they were (a dump grows by --resume), the
+# rest draw from wider lists and request patterns, with more stories, descriptions and plans, so a head sees more
+# kinds of requests than the first generator's templates.
+MORE_TOPICS = [
+    "the history of chocolate", "tea ceremonies", "board games", "origami", "knitting", "woodworking",
+    "sourdough starters", "cheese making", "street food", "street art", "graffiti", "architecture in Rome",
+    "castles", "pyramids", "lighthouses", "canals", "trains", "sailing", "submarines", "hot air balloons",
+    "airplanes", "helicopters", "rockets", "satellites", "the International Space Station", "comets",
+    "meteor showers", "eclipses", "northern lights", "auroras on Jupiter", "penguins", "elephants", "wolves",
+    "owls", "ants", "butterflies", "spiders", "sharks", "dolphins", "frogs", "mushrooms", "moss", "trees",
+    "forests", "wetlands", "rivers", "lakes", "caves", "islands", "the Arctic", "Antarctica", "the Sahara",
+    "the Amazon river", "the Himalayas", "tea plantations", "vineyards", "farming", "irrigation", "soil",
+    "seeds", "pollination", "food waste", "nutrition labels", "vitamins", "sugar", "salt", "allergies",
+    "the common cold", "fever", "posture", "eye strain", "hearing", "dreams", "laughter", "emotions",
+    "kindness", "gratitude", "curiosity", "creativity", "boredom", "loneliness", "confidence", "courage",
+    "honesty", "teamwork", "leadership", "decision making", "negotiation", "customer service", "sales",
+    "accounting", "taxes", "insurance", "mortgages", "saving for retirement", "charity", "economics",
+    "supply and demand", "trade", "currency", "banks", "cryptocurrency", "advertising", "newspapers",
+    "radio", "television", "podcasts", "video games", "social media", "online shopping", "email etiquette",
+    "typography", "logo design", "color theory", "interior design", "fashion", "recycled clothing",
+    "museums", "libraries", "schools", "homework", "exams", "note taking", "speed reading", "handwriting",
+    "sign language", "translation", "dictionaries", "the alphabet", "grammar", "punctuation", "idioms",
+    "folk songs", "opera", "drums", "the piano", "the violin", "choirs", "dance", "ballet", "theater",
+    "puppets", "magic tricks", "circuses", "comedy", "cartoons", "comic books", "detective novels",
+    "myths about the moon", "legends of the sea", "ancient Greece", "the Vikings", "the Maya", "the Aztecs",
+    "samurai", "knights", "pirates", "explorers", "the Age of Sail", "the steam engine", "the telephone",
+    "the light bulb", "photography's early days", "vaccination campaigns", "hospitals", "ambulances",
+    "firefighters", "police work", "courts", "elections", "democracy", "human rights", "city councils",
+    "traffic lights", "roundabouts", "bicycles in cities", "car maintenance", "tires", "fuel efficiency",
+    "home repairs", "plumbing", "painting a room", "insulation", "heat pumps", "smart homes", "robot vacuums",
+    "password managers", "backups", "computer viruses", "phishing", "encryption", "keyboards", "monitors",
+    "spreadsheets for budgeting", "data visualization", "maps and scale", "weather balloons", "thunderstorms",
+    "lightning", "fog", "frost", "heat waves", "droughts", "floods", "tsunamis", "avalanches", "wildfires",
+]
+
+MORE_PEOPLE = [
+    "a grandmother who runs a bakery", "a boy who wants to be a pilot", "a cat who lives in a library",
+    "a knight who is afraid of the dark", "a princess who builds robots", "a wizard who lost his spellbook",
+    "a small fox in a big city", "a farmer and her clever goat", "a sailor and a friendly whale",
+    "a teacher on her last day of school", "a girl who collects stones", "a robot who wants to dance",
+    "a bear who cannot sleep", "a clockmaker in an old town", "a young chef", "a postman in the mountains",
+    "a painter who paints only the sea", "a mouse who wants to fly", "twin sisters", "an old dog and a puppy",
+    "a pirate who hates water", "a girl and her grandfather", "a village of tiny people", "a brave little boat",
+    "an owl who gives advice", "a student who cannot find her homework", "a firefighter", "a doctor in space",
+    "a giant who is very shy", "a unicorn who is tired of being special", "a lonely lighthouse",
+    "a penguin who wants to see the desert", "a team of young scientists", "a traveling musician",
+    "a scarecrow who makes friends with crows", "a queen who cannot sing", "a tailor and a magic needle",
+]
+
+MORE_SITUATIONS = [
+    "goes on a long journey", "finds a door in the forest", "makes an unlikely friend", "loses their way home",
+    "has to win a race", "discovers they have a special power", "must protect a village", "learns to be brave",
+    "gets lost in a storm", "finds a treasure that is not gold", "helps a lost animal", "builds a new home",
+    "enters a baking contest", "moves to a new town", "starts a new school", "solves a mystery at a museum",
+    "finds a message in a bottle", "is chosen for an important mission", "tries to catch a thief",
+    "plants a magic seed", "spends a night in a haunted house", "meets a character from a book",
+]
+
+MORE_THINGS = [
+    "a thunderstorm", "the ocean at dawn", "a forest after rain", "an empty beach", "a snowy village",
+    "a sunflower field", "a cup of tea", "a childhood memory", "the night sky", "an old photograph",
+    "a bird singing", "a winter morning", "a harbor", "a lighthouse", "a desert at night", "the first day of spring",
+    "a long road", "a kitten", "a waterfall", "fireflies", "a grandmother's kitchen", "a school playground",
+]
+
+MORE_GOALS = [
+    "learn to swim as an adult", "start running", "eat more vegetables", "wake up earlier", "learn to play chess",
+    "grow herbs on a balcony", "be more patient", "plan a wedding on a budget", "write a book", "learn to sew",
+    "start a podcast", "get better at math", "stay calm in traffic", "make a website", "learn photography",
+    "cook healthy meals quickly", "train my puppy", "save for a vacation", "take better notes",
+]
+
+PLACES = [
+    "Paris", "Tokyo", "a small mountain village", "the seaside", "New York", "a national park", "Rome",
+    "a desert oasis", "a rainy island", "Barcelona", "a lake in the forest", "London", "a farm", "the countryside",
+]
+
+GENRES = ["fantasy", "science fiction", "mystery", "adventure", "fairy tale", "ghost story", "comedy", "fable"]
+
+PATTERNS_2 = {
+    "explain": PATTERNS["explain"] + [
+        "Tell me about {topic}.", "What is the most interesting thing about {topic}?", "Why do people care about {topic}?",
+        "How has {topic} changed over time?", "What would the world be like without {topic}?",
+        "Explain {topic} simply.", "What can we learn from {topic}?",
+    ],
+    "list": PATTERNS["list"] + [
+        "Give me three fun facts about {topic}.", "What are some surprising things about {topic}?",
+        "Give me some ideas for a school project about {topic}.",
+    ],
+    "story": PATTERNS["story"] + [
+        "Tell me a story about {person}.", "Write a short story about {person} who {situation}.",
+        "Tell me a {genre} story about {person} who {situation}.",
+        "Write a short {genre} story set in {place}.", "Write a story for children about {person}.",
+        "Write a short story that begins in {place}.",
+    ],
+    "poem": PATTERNS["poem"] + [
+        "Write a short poem about {thing} for a child.", "Write a free verse poem about {thing}.",
+        "Write four lines about {thing}.", "Describe {thing} as if it were a person.",
+    ],
+    "advice": PATTERNS["advice"] + [
+        "What is the best way to {goal}?",
+        "What are the first three things I should do to {goal}?",
+    ],
+    "plan": [
+        "Plan a three-day trip to {place}.",
+        "What should I see on a weekend in {place}?", "Describe a perfect day in {place}.",
+        "Make a packing list for a trip to {place}.", "Plan a birthday party with a {genre} theme.",
+    ],
+    "describe": [
+        "Describe {place} in the early morning.", "What is daily life like in {place}?",
+        "Describe a day in the life of {person}.", "Describe what {person} sees when they wake up.",
+    ],
+}
+
+WEIGHTS_2 = {"explain": 4, "list": 2, "story": 4, "poem": 2, "code": 2, "code_explain": 1, "advice": 2,
+             "problem": 1, "email": 1, "compare": 1, "plan": 1, "describe": 1}
+
+
+def make(kind, rng, part=1):
+    patterns = PATTERNS if part == 1 else {**PATTERNS, **PATTERNS_2}
+    pat = rng.choice(patterns[kind])
+    topics, people, situations = TOPICS, PEOPLE, SITUATIONS
+    things, goals = THINGS, GOALS
+    if part == 2:
+        topics, people, situations = TOPICS + MORE_TOPICS, PEOPLE + MORE_PEOPLE, SITUATIONS + MORE_SITUATIONS
+        things, goals = THINGS + MORE_THINGS, GOALS + MORE_GOALS
+    fill = dict(topic=rng.choice(topics), person=rng.choice(people), situation=rng.choice(situations),
+                thing=rng.choice(things), lang=rng.choice(LANGUAGES), code=rng.choice(CODE_TASKS),
+                goal=rng.choice(goals), problem=rng.choice(PROBLEMS), recipient=rng.choice(RECIPIENTS),
                 matter=rng.choice(MATTERS))
+    if part == 2:
+        fill.update(place=rng.choice(PLACES), genre=rng.choice(GENRES))
     if kind == "code_explain":
         fill["topic"] = rng.choice(CODE_TOPICS)
     if kind == "compare":
         fill["a"], fill["b"] = rng.choice(PAIRS)
     text = pat.format(**fill)
     return text[0].upper() + text[1:]
+
+
+def words(text):
+    return set(text.lower().replace(",", " ").replace(".", " ").replace("?", " ").split())
+
+
+def near_bench(text, bench):
+    """True when the word sets of `text` and a benchmark prompt overlap by half or more (Jaccard): part 2 keeps away
+    from paraphrases of the benchmark prompts, not only from their exact texts."""
+    w = words(text)
+    return any(len(w & b) >= 0.5 * len(w | b) for b in bench)
 
 
 def bench_prompts():
@@ -198,14 +337,17 @@ def main():
     ap.add_argument("--n", type=int, default=4000, help="number of distinct prompts")
     ap.add_argument("--seed", type=int, default=19)
     args = ap.parse_args()
-    rng = random.Random(args.seed)
-    kinds = [k for k, w in WEIGHTS.items() for _ in range(w)]
     seen, out = bench_prompts(), []
-    while len(out) < args.n:
-        text = make(rng.choice(kinds), rng)
-        if text not in seen:
-            seen.add(text)
-            out.append(text)
+    bench = [words(t) for t in seen]
+    for part, weights, seed, end in ((1, WEIGHTS, args.seed, min(args.n, PART_1)),
+                                     (2, WEIGHTS_2, args.seed + 1, args.n)):
+        rng = random.Random(seed)
+        kinds = [k for k, w in weights.items() for _ in range(w)]
+        while len(out) < end:
+            text = make(rng.choice(kinds), rng, part)
+            if text not in seen and not (part == 2 and near_bench(text, bench)):
+                seen.add(text)
+                out.append(text)
     with open(args.out, "w") as f:
         for text in out:
             f.write(json.dumps({"prompt": text}) + "\n")
