@@ -315,10 +315,10 @@ int cmd_train_data(int argc, char** argv) {
     p.str("--chat-template", &o.template_name, "NAME", "built-in chat template: chatml or gemma");
     p.flag("--resume", &o.resume, "continue the dump in --out (same settings), skipping the prompts it holds");
     p.str("--eval-head", &o.eval.head, "HEAD",
-          "instead of dumping: load this EAGLE-3 head against -m and measure its teacher-forced acceptance per depth "
-          "on the dump in --data");
+          "instead of dumping: load this EAGLE-3 head or DFlash drafter against -m and measure its teacher-forced "
+          "acceptance per depth on the dump in --data");
     p.str("--data", &o.eval.data, "DIR", "--eval-head: the dump to measure on");
-    p.i32("--depth", &o.eval.depth, "--eval-head: longest draft chain [7]", 1, 64);
+    p.i32("--depth", &o.eval.depth, "--eval-head: longest draft chain (DFlash: at most block size - 1) [7]", 1, 64);
     p.i32("--holdout", &o.eval.holdout,
           "--eval-head: only prompts with index % N == N-1 (train_drafter.py holds out N=20) [0: all]", 0, 1 << 20);
     p.i32("--max-sequences", &o.eval.max_sequences, "--eval-head: stop after N sequences [all]", 1, INT32_MAX);

@@ -1,8 +1,11 @@
-// app/train_data_eval: `bee train-data --eval-head HEAD --data DIR`: loads an EAGLE-3 head against its target with
-// Eagle3Head::load (the loader `--spec-type draft-eagle3` uses) and measures on a dump of `bee train-data`, teacher
-// forced, how many greedy draft tokens a chain would get accepted at each depth: from every boundary p of a
-// response the head drafts depth 0 from (token p+1, features of p), then feeds its own pre-norm output with the
-// next token deeper (specs/drafters.md §3.4), each draft compared with the target's top-1 at that position.
+// app/train_data_eval: `bee train-data --eval-head HEAD --data DIR`: loads an EAGLE-3 head or a DFlash drafter
+// against its target with the loader `--spec-type draft-eagle3` / `dflash` uses and measures on a dump of `bee
+// train-data`, teacher forced, how many greedy draft tokens a chain would get accepted at each depth. EAGLE-3: from
+// every boundary p of a response the head drafts depth 0 from (token p+1, features of p), then feeds its own pre-norm
+// output with the next token deeper (specs/drafters.md §3.4). DFlash: the block [token p+1, mask × d] at position
+// p+1 over the context of the target's features at 0..p (§2.2), which is exactly its draft at inference since the
+// block never sees its own draws. Each draft is compared with the target's top-1 at that position.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -15,7 +18,9 @@
 #include "base/mapped_file.h"
 #include "base/timer.h"
 #include "model/model.h"
+#include "spec/dflash/dflash_model.h"
 #include "spec/eagle3/eagle3_head.h"
+#include "spec/registry.h"
 
 namespace bee {
 
@@ -111,34 +116,96 @@ void eval_sequence(const Eagle3Head& head, ThreadPool& pool, const float* feats,
     }
 }
 
+// The blocks from every boundary of one sequence, in the same positions as eval_sequence: the block at anchor
+// a = p+1 (last committed token x[a], the context the features of rows < a) drafts x[a+1+i] in row i.
+void eval_dflash_sequence(const DflashModel& m, ThreadPool& pool, const float* feats, const int32_t* tokens,
+                          const int32_t* top1, int n, int n_prompt, int depth, DepthStats& st) {
+    const int nd = m.hparams().n_draft_vocab, width = m.hparams().n_features();
+    const int n_draft = std::min(depth, m.hparams().block_size - 1);
+    std::vector<float> logits((size_t)n_draft * nd);
+    std::vector<int32_t> pos(n);
+    for (int t = 0; t < n; t++) pos[t] = t;
+    DflashContext ctx;
+    int added = 0;
+    for (int a = std::max(1, n_prompt - 1); a <= n - 2; a++) {
+        m.add_context(pool, ctx, feats + (size_t)added * width, pos.data() + added, a - added);
+        added = a;
+        st.boundaries++;
+        const DflashBlock b{&ctx, tokens[a], a, std::min(n_draft, n - 1 - a)};
+        m.draft(pool, &b, 1, DflashModel::kDefaultCrossCtx, logits.data());
+        for (int i = 0; i < b.n_draft; i++) {
+            st.reached[i]++;
+            if (m.target_id(argmax(logits.data() + (size_t)i * nd, nd)) != top1[a + i]) break;
+            st.accepted[i]++;
+        }
+    }
+}
+
+// The columns of a dump row (its captured layers, in the dump's order) that make a drafter's feature row (its
+// layers, in its order): the index in `dumped` of each of `wanted`.
+std::vector<int> feature_columns(const std::vector<int32_t>& dumped, const std::vector<int32_t>& wanted,
+                                 const std::string& data) {
+    std::vector<int> cols;
+    for (int32_t l : wanted) {
+        const auto it = std::find(dumped.begin(), dumped.end(), l);
+        if (it == dumped.end()) {
+            std::string w;
+            for (int32_t x : wanted) w += (w.empty() ? "" : ",") + std::to_string(x);
+            fail("%s captured layers that do not include %d, which the drafter reads: dump again with --layers %s",
+                 data.c_str(), l, w.c_str());
+        }
+        cols.push_back((int)(it - dumped.begin()));
+    }
+    return cols;
+}
+
 }  // namespace
 
 int run_head_eval(const HeadEvalOptions& o) {
     std::unique_ptr<Model> model = load_model(o.model);
     const DrafterTarget target = drafter_target_of(*model);
-    std::unique_ptr<Eagle3Head> head = Eagle3Head::load(o.head, target);
-    const Eagle3HParams& hp = head->hparams();
-    BEE_LOG_INFO("eval-head: %s: H %d, %d heads (%d kv) x %d, n_ff %d, draft vocabulary %d, layers [%d, %d, %d]%s",
-                 o.head.c_str(), hp.n_embd, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_draft_vocab,
-                 hp.target_layers[0], hp.target_layers[1], hp.target_layers[2],
-                 hp.norm_before_fc ? ", norm before fc" : "");
+    const std::string kind = drafter_kind_for_file(o.head).name;
+    if (kind != "draft-eagle3" && kind != "dflash")
+        fail(
+            "%s is neither an EAGLE-3 head nor a DFlash drafter (general.architecture eagle3, dflash or "
+            "dflash-draft): --eval-head measures those",
+            o.head.c_str());
+    std::unique_ptr<Eagle3Head> head;
+    std::unique_ptr<DflashModel> dflash;
+    std::vector<int32_t> reads;  // the target layers the drafter reads, in its order
+    if (kind == "dflash") {
+        dflash = DflashModel::load(o.head, target);
+        const DflashHParams& hp = dflash->hparams();
+        reads = hp.target_layers;
+        BEE_LOG_INFO(
+            "eval-head: %s: DFlash, %d layers, H %d, %d heads (%d kv) x %d, n_ff %d, block %d, draft "
+            "vocabulary %d",
+            o.head.c_str(), hp.n_layer, hp.n_embd, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.block_size,
+            hp.n_draft_vocab);
+    } else {
+        head = Eagle3Head::load(o.head, target);
+        const Eagle3HParams& hp = head->hparams();
+        reads.assign(hp.target_layers.begin(), hp.target_layers.end());
+        BEE_LOG_INFO("eval-head: %s: H %d, %d heads (%d kv) x %d, n_ff %d, draft vocabulary %d, layers [%d, %d, %d]%s",
+                     o.head.c_str(), hp.n_embd, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff, hp.n_draft_vocab,
+                     hp.target_layers[0], hp.target_layers[1], hp.target_layers[2],
+                     hp.norm_before_fc ? ", norm before fc" : "");
+    }
     const nlohmann::json man = nlohmann::json::parse(read_file(o.data + "/manifest.json"), nullptr, false);
     if (man.is_discarded() || !man.contains("settings") || !man.contains("shards"))
         fail("%s/manifest.json is not a manifest of bee train-data", o.data.c_str());
     const nlohmann::json& s = man["settings"];
     const std::vector<int32_t> layers = s["layers"].get<std::vector<int32_t>>();
-    for (int j = 0; j < 3; j++)
-        if (layers.size() != 3 || layers[j] != hp.target_layers[j])
-            fail("%s captured layers %s but the head reads [%d, %d, %d]: dump again with --layers", o.data.c_str(),
-                 s["layers"].dump().c_str(), hp.target_layers[0], hp.target_layers[1], hp.target_layers[2]);
     if (s["n_embd"].get<int>() != target.n_embd || s["n_vocab"].get<int>() != target.n_vocab)
         fail("%s was dumped from another model (n_embd %d, n_vocab %d)", o.data.c_str(), s["n_embd"].get<int>(),
              s["n_vocab"].get<int>());
+    const std::vector<int> cols = feature_columns(layers, reads, o.data);
+    const int depth = dflash ? std::min(o.depth, dflash->hparams().block_size - 1) : o.depth;  // a block's drafts
     ThreadPool pool(o.model.n_threads > 0 ? o.model.n_threads : default_thread_count());
     DepthStats st;
-    st.reached.assign(o.depth, 0);
-    st.accepted.assign(o.depth, 0);
-    const size_t width = 3 * (size_t)target.n_embd;
+    st.reached.assign(depth, 0);
+    st.accepted.assign(depth, 0);
+    const size_t e = (size_t)target.n_embd, width = layers.size() * e, out_width = cols.size() * e;
     int n_seq = 0;
     const double t0 = time_ms();
     for (const nlohmann::json& sh : man["shards"]) {
@@ -153,13 +220,23 @@ int run_head_eval(const HeadEvalOptions& o) {
             const int64_t r0 = sq["row0"].get<int64_t>();
             const int n = sq["n_rows"].get<int>();
             if (r0 + n > tok.shape[0]) fail("%s: sequence rows past the end of its shard", sh["name"].dump().c_str());
-            std::vector<float> feats((size_t)n * width);
+            if (hid.shape[1] != (int64_t)layers.size() || hid.shape[2] != (int64_t)e)
+                fail("%s: hidden rows are not (%zu, %zu) as the manifest says", sh["name"].dump().c_str(),
+                     layers.size(), e);
+            std::vector<float> feats((size_t)n * out_width);
             const fp16_t* src = hid.data<fp16_t>() + (size_t)r0 * width;
-            for (size_t i = 0; i < feats.size(); i++) feats[i] = fp16_to_fp32(src[i]);
+            for (int i = 0; i < n; i++)
+                for (size_t j = 0; j < cols.size(); j++)
+                    for (size_t x = 0; x < e; x++)
+                        feats[i * out_width + j * e + x] = fp16_to_fp32(src[i * width + cols[j] * e + x]);
             std::vector<int32_t> top1(n);
             for (int i = 0; i < n; i++) top1[i] = ids.data<int32_t>()[(r0 + i) * k];
-            eval_sequence(*head, pool, feats.data(), tok.data<int32_t>() + r0, top1.data(), n,
-                          sq["n_prompt"].get<int>(), o.depth, st);
+            if (dflash)
+                eval_dflash_sequence(*dflash, pool, feats.data(), tok.data<int32_t>() + r0, top1.data(), n,
+                                     sq["n_prompt"].get<int>(), depth, st);
+            else
+                eval_sequence(*head, pool, feats.data(), tok.data<int32_t>() + r0, top1.data(), n,
+                              sq["n_prompt"].get<int>(), depth, st);
             n_seq++;
         }
     }
@@ -167,7 +244,7 @@ int run_head_eval(const HeadEvalOptions& o) {
     nlohmann::json per_depth = nlohmann::json::array();
     double tau = 1.0;
     printf("depth  reached  accepted  rate    P(accepted >= depth+1)\n");
-    for (int j = 0; j < o.depth; j++) {
+    for (int j = 0; j < depth; j++) {
         const double rate = st.reached[j] ? (double)st.accepted[j] / (double)st.reached[j] : 0.0;
         const double cum = (double)st.accepted[j] / (double)st.boundaries;
         tau += cum;
@@ -179,7 +256,7 @@ int run_head_eval(const HeadEvalOptions& o) {
                              {"cumulative", cum}});
     }
     printf("%d sequences, %lld boundaries: mean accepted length %.3f (chains of %d, with the bonus token) in %.1f s\n",
-           n_seq, (long long)st.boundaries, tau, o.depth, (time_ms() - t0) / 1000.0);
+           n_seq, (long long)st.boundaries, tau, depth, (time_ms() - t0) / 1000.0);
     if (o.json)
         printf("%s\n", nlohmann::json({{"sequences", n_seq},
                                        {"boundaries", st.boundaries},

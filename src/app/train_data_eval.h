@@ -1,5 +1,5 @@
-// app/train_data_eval: the teacher-forced acceptance of an EAGLE-3 head on a `bee train-data` dump, measured with
-// Bee's own head loader and forward (`bee train-data --eval-head HEAD --data DIR`).
+// app/train_data_eval: the teacher-forced acceptance of an EAGLE-3 head or a DFlash drafter on a `bee train-data`
+// dump, measured with Bee's own loader and forward (`bee train-data --eval-head HEAD --data DIR`).
 #pragma once
 #include <string>
 

@@ -136,3 +136,73 @@ def test_eval_head_refuses_a_head_of_another_model(bee, gemma, dump):
     head = ROOT / "drafters" / "SmolLM2-135M-Instruct.eagle3.gguf"
     r = bee("train-data", "--eval-head", head, "-m", gemma, "--data", dump)
     assert_clean_error(r, "target_hidden_size is 576", "hidden size 640")
+
+
+def reference_drafter(path, target_path):
+    """tests/reference/dflash_reference's float64 numpy forward on a DFlash GGUF (llama.cpp's dialect, no token_embd:
+    the target's), its weights dequantized with gguf-py: an implementation independent of Bee's."""
+    import sys
+    import gguf
+    sys.path.insert(0, str(ROOT / "tests" / "reference"))
+    from dflash_reference import Drafter
+
+    def tensors(p):
+        r = gguf.GGUFReader(str(p))
+        deq = lambda t: gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64)
+        return r.fields, {t.name: (deq(t) if t.name != "d2t" else np.array(t.data)) for t in r.tensors}
+
+    f, T = tensors(path)
+    u = lambda k: f[f"dflash.{k}"].contents()
+    c = dict(H=u("embedding_length"), n_head=u("attention.head_count"), n_head_kv=u("attention.head_count_kv"),
+             hd=u("attention.key_length"), mask=f["tokenizer.ggml.mask_token_id"].contents(), n_swa=0,
+             swa=[False] * u("block_count"), rope_base=u("rope.freq_base"), fc_scale=1.0, cross_ctx=512)
+    _, target = tensors(target_path)
+    w = dict(fc=T["fc.weight"], hidden_norm=T["enc.output_norm.weight"], norm=T["output_norm.weight"],
+             embed=target["token_embd.weight"], lm_head=T["output.weight"])
+    w["layers"] = [dict(input_norm=T[f"blk.{i}.attn_norm.weight"], q=T[f"blk.{i}.attn_q.weight"],
+                        k=T[f"blk.{i}.attn_k.weight"], v=T[f"blk.{i}.attn_v.weight"],
+                        o=T[f"blk.{i}.attn_output.weight"], q_norm=T[f"blk.{i}.attn_q_norm.weight"],
+                        k_norm=T[f"blk.{i}.attn_k_norm.weight"], post_norm=T[f"blk.{i}.ffn_norm.weight"],
+                        gate=T[f"blk.{i}.ffn_gate.weight"], up=T[f"blk.{i}.ffn_up.weight"],
+                        down=T[f"blk.{i}.ffn_down.weight"]) for i in range(u("block_count"))]
+    assert list(u("target_layers")) == [2, 15, 27]
+    return Drafter(c, w), T["d2t"].astype(np.int64), u("block_size")
+
+
+def test_eval_head_measures_a_dflash_drafter_as_the_reference_forward_does(bee, smollm, dump):
+    """--eval-head with drafters/'s SmolLM2 DFlash drafter (DflashModel::load, Bee's block forward) counts, per depth,
+    the blocks the float64 reference forward accepts on the same dump: the block [token a, mask x d] at a over the
+    features of rows < a, row i against the target's top-1 at row a+i, up to the first miss."""
+    path = ROOT / "drafters" / "SmolLM2-135M-Instruct.dflash.gguf"
+    r = bee("train-data", "--eval-head", path, "-m", smollm, "--data", dump, "--depth", "4", "--json", "-t", "2")
+    assert r.returncode == 0, r.stderr
+    assert "DFlash, 2 layers" in r.stderr
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    drafter, d2t, block = reference_drafter(path, smollm)
+    man, arrays = load_dump(dump)
+    depth = min(4, block - 1)
+    reached, accepted, boundaries = [0] * depth, [0] * depth, 0
+    for sh, a in zip(man["shards"], arrays):
+        for q in sh["sequences"]:
+            rows = slice(q["row0"], q["row0"] + q["n_rows"])
+            tok, top1 = a["tokens"][rows], a["topk_ids"][rows, 0]
+            feats = a["hidden"][rows].astype(np.float64).reshape(q["n_rows"], -1)
+            n, pos = q["n_rows"], np.arange(q["n_rows"])
+            for anchor in range(max(1, q["n_prompt"] - 1), n - 1):
+                boundaries += 1
+                logits = drafter.draft(feats[:anchor], pos[:anchor], int(tok[anchor]), anchor, min(depth, n - 1 - anchor))
+                for i, row in enumerate(logits):
+                    reached[i] += 1
+                    if d2t[int(np.argmax(row))] != top1[anchor + i]:
+                        break
+                    accepted[i] += 1
+    assert res["boundaries"] == boundaries > 20
+    # Bee's Q8_0 activations against float64: a near-tie may fall the other way, nothing more
+    assert all(abs(d["reached"] - x) <= 1 for d, x in zip(res["depths"], reached)), (res, reached)
+    assert all(abs(d["accepted"] - x) <= 1 for d, x in zip(res["depths"], accepted)), (res, accepted)
+    assert sum(accepted) >= 10 and accepted[0] / boundaries > 0.15, accepted  # a trained drafter, above chance
+
+
+def test_eval_head_refuses_a_file_that_is_no_drafter(bee, smollm, dump):
+    r = bee("train-data", "--eval-head", smollm, "-m", smollm, "--data", dump)
+    assert_clean_error(r, "neither an EAGLE-3 head nor a DFlash drafter")
