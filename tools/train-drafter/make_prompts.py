@@ -7,7 +7,7 @@ generator), so the prompt set is the project's own work under the project's lice
 data set. The output is deterministic: running it again gives the same file. The prompts of
 bench/prompts/*.jsonl are never written, so a head is never trained on the prompts it is benchmarked on.
 
-    python3 tools/train-drafter/make_prompts.py [--out tools/train-drafter/prompts.jsonl] [--n 4000]
+    python3 tools/train-drafter/make_prompts.py [--out tools/train-drafter/prompts.jsonl] [--n 7000]
 """
 import argparse
 import glob
@@ -334,7 +334,7 @@ def bench_prompts():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "prompts.jsonl"))
-    ap.add_argument("--n", type=int, default=4000, help="number of distinct prompts")
+    ap.add_argument("--n", type=int, default=7000, help="number of distinct prompts")
     ap.add_argument("--seed", type=int, default=19)
     args = ap.parse_args()
     seen, out = bench_prompts(), []
