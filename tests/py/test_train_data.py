@@ -144,29 +144,12 @@ def reference_drafter(path, target_path):
     import sys
     import gguf
     sys.path.insert(0, str(ROOT / "tests" / "reference"))
-    from dflash_reference import Drafter
+    from dflash_reference import Drafter, read_drafter
 
-    def tensors(p):
-        r = gguf.GGUFReader(str(p))
-        deq = lambda t: gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64)
-        return r.fields, {t.name: (deq(t) if t.name != "d2t" else np.array(t.data)) for t in r.tensors}
-
-    f, T = tensors(path)
-    u = lambda k: f[f"dflash.{k}"].contents()
-    c = dict(H=u("embedding_length"), n_head=u("attention.head_count"), n_head_kv=u("attention.head_count_kv"),
-             hd=u("attention.key_length"), mask=f["tokenizer.ggml.mask_token_id"].contents(), n_swa=0,
-             swa=[False] * u("block_count"), rope_base=u("rope.freq_base"), fc_scale=1.0, cross_ctx=512)
-    _, target = tensors(target_path)
-    w = dict(fc=T["fc.weight"], hidden_norm=T["enc.output_norm.weight"], norm=T["output_norm.weight"],
-             embed=target["token_embd.weight"], lm_head=T["output.weight"])
-    w["layers"] = [dict(input_norm=T[f"blk.{i}.attn_norm.weight"], q=T[f"blk.{i}.attn_q.weight"],
-                        k=T[f"blk.{i}.attn_k.weight"], v=T[f"blk.{i}.attn_v.weight"],
-                        o=T[f"blk.{i}.attn_output.weight"], q_norm=T[f"blk.{i}.attn_q_norm.weight"],
-                        k_norm=T[f"blk.{i}.attn_k_norm.weight"], post_norm=T[f"blk.{i}.ffn_norm.weight"],
-                        gate=T[f"blk.{i}.ffn_gate.weight"], up=T[f"blk.{i}.ffn_up.weight"],
-                        down=T[f"blk.{i}.ffn_down.weight"]) for i in range(u("block_count"))]
-    assert list(u("target_layers")) == [2, 15, 27]
-    return Drafter(c, w), T["d2t"].astype(np.int64), u("block_size")
+    embd = next(t for t in gguf.GGUFReader(str(target_path)).tensors if t.name == "token_embd.weight")
+    c, w, d2t, f = read_drafter(path, gguf.quants.dequantize(embd.data, embd.tensor_type), 512)
+    assert list(f["dflash.target_layers"].contents()) == [2, 15, 27]
+    return Drafter(c, w), d2t, f["dflash.block_size"].contents()
 
 
 def test_eval_head_measures_a_dflash_drafter_as_the_reference_forward_does(bee, smollm, dump):

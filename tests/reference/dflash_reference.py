@@ -127,6 +127,28 @@ class Drafter:
         return self.block(ctx_kv, ctx_pos[keep], tokens, pos0)
 
 
+def read_drafter(path, embed, cross_ctx):
+    """(config, weights, d2t, GGUF fields) of a drafter file in llama.cpp's dialect that has no token_embd (the
+    target's embedding `embed` stands in), its tensors dequantized by gguf-py, for Drafter(config, weights)."""
+    r = gguf.GGUFReader(str(path))
+    f = r.fields
+    T = {t.name: np.array(t.data) if t.name == "d2t" else
+         gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float64) for t in r.tensors}
+    u = lambda k: f[f"dflash.{k}"].contents()
+    c = dict(H=u("embedding_length"), n_head=u("attention.head_count"), n_head_kv=u("attention.head_count_kv"),
+             hd=u("attention.key_length"), mask=f["tokenizer.ggml.mask_token_id"].contents(), n_swa=0,
+             swa=[False] * u("block_count"), rope_base=u("rope.freq_base"), fc_scale=1.0, cross_ctx=cross_ctx)
+    w = dict(fc=T["fc.weight"], hidden_norm=T["enc.output_norm.weight"], norm=T["output_norm.weight"],
+             embed=np.asarray(embed, dtype=np.float64), lm_head=T["output.weight"])
+    w["layers"] = [dict(input_norm=T[f"blk.{i}.attn_norm.weight"], q=T[f"blk.{i}.attn_q.weight"],
+                        k=T[f"blk.{i}.attn_k.weight"], v=T[f"blk.{i}.attn_v.weight"],
+                        o=T[f"blk.{i}.attn_output.weight"], q_norm=T[f"blk.{i}.attn_q_norm.weight"],
+                        k_norm=T[f"blk.{i}.attn_k_norm.weight"], post_norm=T[f"blk.{i}.ffn_norm.weight"],
+                        gate=T[f"blk.{i}.ffn_gate.weight"], up=T[f"blk.{i}.ffn_up.weight"],
+                        down=T[f"blk.{i}.ffn_down.weight"]) for i in range(u("block_count"))]
+    return c, w, T["d2t"].astype(np.int64), f
+
+
 def write_drafter(path, c, w):
     fork = c["dialect"] == "dflash-draft"
     a = c["dialect"]

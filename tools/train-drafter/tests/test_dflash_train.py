@@ -10,7 +10,6 @@ import pathlib
 import subprocess
 import sys
 
-import gguf
 import numpy as np
 import pytest
 
@@ -24,7 +23,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(ROOT / "tests" / "reference"))
 import train_drafter  # noqa: E402
 from dflash_model import DflashDrafter  # noqa: E402
-from dflash_reference import Drafter  # noqa: E402
+from dflash_reference import Drafter, read_drafter  # noqa: E402
 from eagle3_gguf import Target  # noqa: E402
 
 LAYERS, K = [2, 15, 27], 4
@@ -72,25 +71,10 @@ def trained(tmp_path_factory):
 
 def read_back(path, target):
     """The numpy reference's config and weights, from the GGUF alone."""
-    r = gguf.GGUFReader(str(path))
-    f = r.fields
-    u = lambda k: int(f[f"dflash.{k}"].contents())
-    T = {t.name: np.array(t.data, dtype=np.float64).reshape([int(d) for d in reversed(t.shape)]) for t in r.tensors}
-    c = dict(H=u("embedding_length"), n_head=u("attention.head_count"), n_head_kv=u("attention.head_count_kv"),
-             hd=u("attention.key_length"), mask=int(f["tokenizer.ggml.mask_token_id"].contents()), n_swa=0,
-             swa=[False] * u("block_count"), rope_base=float(f["dflash.rope.freq_base"].contents()), fc_scale=1.0,
-             cross_ctx=16)
+    c, w, d2t, f = read_drafter(path, target.embedding(), 16)
     assert f["general.architecture"].contents() == "dflash"
-    assert list(f["dflash.target_layers"].contents()) == LAYERS and u("block_size") == 5
-    w = dict(fc=T["fc.weight"], hidden_norm=T["enc.output_norm.weight"], norm=T["output_norm.weight"],
-             embed=target.embedding().astype(np.float64), lm_head=T["output.weight"])
-    w["layers"] = [dict(input_norm=T[f"blk.{i}.attn_norm.weight"], q=T[f"blk.{i}.attn_q.weight"],
-                        k=T[f"blk.{i}.attn_k.weight"], v=T[f"blk.{i}.attn_v.weight"],
-                        o=T[f"blk.{i}.attn_output.weight"], q_norm=T[f"blk.{i}.attn_q_norm.weight"],
-                        k_norm=T[f"blk.{i}.attn_k_norm.weight"], post_norm=T[f"blk.{i}.ffn_norm.weight"],
-                        gate=T[f"blk.{i}.ffn_gate.weight"], up=T[f"blk.{i}.ffn_up.weight"],
-                        down=T[f"blk.{i}.ffn_down.weight"]) for i in range(u("block_count"))]
-    return c, w, T["d2t"].astype(np.int64)
+    assert list(f["dflash.target_layers"].contents()) == LAYERS and f["dflash.block_size"].contents() == 5
+    return c, w, d2t
 
 
 def test_written_drafter_matches_reference_forward(trained):
