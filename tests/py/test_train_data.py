@@ -189,3 +189,14 @@ def test_eval_head_measures_a_dflash_drafter_as_the_reference_forward_does(bee, 
 def test_eval_head_refuses_a_file_that_is_no_drafter(bee, smollm, dump):
     r = bee("train-data", "--eval-head", smollm, "-m", smollm, "--data", dump)
     assert_clean_error(r, "neither an EAGLE-3 head nor a DFlash drafter")
+
+
+def test_eval_head_refuses_a_dump_without_the_drafters_layers(bee, smollm, tmp_path):
+    prompts = write_prompts(tmp_path, PROMPTS[:1])
+    out = tmp_path / "other_layers"
+    r = bee("train-data", "-m", smollm, "--prompts", prompts, "-o", out, "-n", "4", "--temp", "0", "--layers", "1,15,27",
+            "-t", "2")
+    assert r.returncode == 0, r.stderr
+    for drafter in ("SmolLM2-135M-Instruct.eagle3.gguf", "SmolLM2-135M-Instruct.dflash.gguf"):
+        r = bee("train-data", "--eval-head", ROOT / "drafters" / drafter, "-m", smollm, "--data", out)
+        assert_clean_error(r, "do not include 2", "--layers 2,15,27")
