@@ -12,7 +12,9 @@ With --spec-type T it compares speculation T against none instead, on the ground
 --prompts prompts in turn (generation tokens/s from the server's timings) and --streams concurrent streams over the
 next ones (aggregate generated tokens / wall time; --batches K runs K such batches on the following prompts, timed
 together, for a longer window on a noisy host). Both servers restart every round, so drafter state shared across
-requests (suffix's global tree, ngram-mod) never sees a prompt twice — unless the batches wrap around the set."""
+requests (suffix's global tree, ngram-mod) never sees a prompt twice — unless the batches wrap around the set.
+With --spec-type T --paired it runs one speculating server per round instead, and each batch twice back to back:
+speculation off for its requests (speculative.n_max 0) and on, compared pair by pair (the host's swings cancel)."""
 import argparse
 import concurrent.futures
 import json
@@ -62,9 +64,9 @@ def server_single_tps(port, tokens):
     return t["predicted_per_second"]
 
 
-def chat(port, user, tokens):
+def chat(port, user, tokens, extra=None):
     body = {"messages": [{"role": "user", "content": user}], "max_tokens": tokens, "temperature": 0,
-            "cache_prompt": False}
+            "cache_prompt": False, **(extra or {})}
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=600) as r:
@@ -93,9 +95,46 @@ def spec_round(args, extra, prompts):
     return single_tps, sum(t["predicted_n"] for t in multi) / wall, (accepted, drafted)
 
 
+def paired_main(a, prompts):
+    """One speculating server per round; every batch of N requests runs twice back to back on the same prompts,
+    once with speculation off for its requests (speculative.n_max 0: no drafting, no hidden-state capture) and once
+    on, which one first alternating. A pair is seconds apart in one process, so the host's swings mostly cancel."""
+    extra = ["--spec-type", a.spec_type, *shlex.split(a.spec_args)]
+    ratios, tps = [], {"off": [], "on": []}
+    for r in range(a.rounds):
+        proc, port = start_server("-c", str(a.streams * 2048), "-np", str(a.streams), "-t", str(a.threads),
+                                  *extra, **({"model": a.model} if a.model else {}))
+        try:
+            for b in range(a.batches):
+                group = [prompts[(b * a.streams + i) % len(prompts)] for i in range(a.streams)]
+                got = {}
+                for mode in (("off", "on") if (r * a.batches + b) % 2 == 0 else ("on", "off")):
+                    body = {"speculative.n_max": 0} if mode == "off" else None
+                    t0 = time.time()
+                    with concurrent.futures.ThreadPoolExecutor(a.streams) as ex:
+                        res = list(ex.map(lambda p: chat(port, p, a.tokens, body), group))
+                    got[mode] = sum(t["predicted_n"] for t in res) / (time.time() - t0)
+                    if mode == "on":
+                        acc = sum(t.get("draft_n_accepted", 0) for t in res)
+                        dr = sum(t.get("draft_n", 0) for t in res)
+                for k in got:
+                    tps[k].append(got[k])
+                ratios.append(got["on"] / got["off"])
+                print(f"round {r + 1} batch {b + 1}: off {got['off']:.1f}, on {got['on']:.1f} tok/s = "
+                      f"x{ratios[-1]:.3f} (accepted {acc}/{dr} drafted)", flush=True)
+        finally:
+            stop_server(proc)
+    med = statistics.median
+    print(f"{a.streams} streams, {a.spec_type} on vs off in the same server: median pair x{med(ratios):.3f} "
+          f"(min x{min(ratios):.3f}, max x{max(ratios):.3f}, {sum(x > 1 for x in ratios)}/{len(ratios)} pairs above 1); "
+          f"median off {med(tps['off']):.1f}, on {med(tps['on']):.1f} tok/s")
+
+
 def spec_main(a):
     prompts = [json.loads(l)["user"] for l in pathlib.Path(a.prompt_set).read_text().splitlines() if l.strip()]
     assert len(prompts) > a.prompts, "not enough prompts in the set"
+    if a.paired:
+        return paired_main(a, prompts)
     s1, sn = {"none": [], a.spec_type: []}, {"none": [], a.spec_type: []}
     for r in range(a.rounds):  # alternating: the machine may be shared
         for name, extra in (("none", []), (a.spec_type, ["--spec-type", a.spec_type, *shlex.split(a.spec_args)])):
@@ -150,6 +189,9 @@ def main():
     ap.add_argument("--batches", type=int, default=1,
                     help="with --spec-type: N-stream batches per round, each on the next N prompts (wrapping), "
                          "timed together: a longer window than one batch on a noisy host")
+    ap.add_argument("--paired", action="store_true",
+                    help="with --spec-type: one speculating server; each batch runs with speculation off "
+                         "(speculative.n_max 0) and on, back to back, and the pairs are compared")
     ap.add_argument("--compare", metavar="BIN", help="time 1 and N streams on this binary and on BIN instead")
     a = ap.parse_args()
     if a.compare:

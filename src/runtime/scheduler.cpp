@@ -430,13 +430,32 @@ bool Scheduler::build_batch() {
     // policy (drafters.md 2.9): in a shared step the time is mostly the other slots' rows.
     const bool timed = gen.size() == 1 && pre.empty();
     int n_out = 0;
-    const double t_draft = time_ms();  // the slots draft in add_draft_rows
+    const double t_draft = time_ms();  // the slots draft in plan_draft, draft_queued and add_draft_rows
+    // Several generating slots: drafters that compute (EAGLE-3, DFlash) queue their requests, and draft
+    // every slot in one pass after all have planned (SpecShared::draft_queued): the drafter's weights are
+    // read once per step, as the target's are.
+    const bool group = spec_ && gen.size() > 1;
+    std::vector<uint8_t> planned(gen.size(), 0);
+    int rows = 0, n_queued = 0;  // rows the slots before the i-th expect to add
     for (size_t i = 0; i < gen.size(); i++) {
         Slot& s = *gen[i];
         const int later = (int)(gen.size() - 1 - i);  // slots after this one: one row each at least
-        const int room = row_cap - batch_.size() - later;
         // the rows of the slots before it (their drafts included) and after it, and one token from each
-        if (s.add_draft_rows(batch_, n_ctx_slot_, room, timed, batch_.size() + later, (int)gen.size() - 1)) {
+        planned[i] = s.plan_draft(n_ctx_slot_, row_cap - rows - later, timed, rows + later, (int)gen.size() - 1, group);
+        rows += s.planned_rows();
+        n_queued += s.draft_queued();
+    }
+    double queued_ms = 0;  // each queued slot's share of the shared pass
+    if (n_queued > 0) {
+        const double t0 = time_ms();
+        spec_->draft_queued();
+        queued_ms = (time_ms() - t0) / n_queued;
+    }
+    for (size_t i = 0; i < gen.size(); i++) {
+        Slot& s = *gen[i];
+        const int later = (int)(gen.size() - 1 - i);
+        const int room = row_cap - batch_.size() - later;
+        if (planned[i] && s.add_draft_rows(batch_, room, queued_ms)) {
             s.step_out0 = n_out;  // every row of a draft asks for logits
             n_out += s.step_rows;
             continue;

@@ -67,12 +67,19 @@ public:
     // first logits row (-1: none).
     int32_t step_row0 = -1, step_rows = 0, step_out0 = -1;
 
-    // Speculative decoding (server/slot_spec.cpp). A generating slot whose task speculates drafts and
-    // appends [last token] + draft rows to `b` (at most `room` rows: the tree must fit one ubatch and
-    // the free cells); returns false, adding nothing, when this step must be an ordinary one (no
-    // speculation for the task, or a forced token is next). `timed`: no other slot shares the decode;
-    // other_rows / other_tokens: what the other slots decode and emit in it (DraftLimits).
-    bool add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed, int other_rows = 0, int other_tokens = 0);
+    // Speculative decoding (server/slot_spec.cpp), in two phases so that several slots can draft in one
+    // pass. plan_draft() starts the step's draft of a generating slot whose task speculates (at most
+    // `room` rows: the tree must fit one ubatch and the free cells; `timed`: no other slot shares the
+    // decode; other_rows / other_tokens: what the other slots decode and emit in it, DraftLimits;
+    // may_queue: a drafter may queue it for SpecShared::draft_queued()) and returns false when this step
+    // must be an ordinary one (no speculation for the task, or a forced token is next). planned_rows():
+    // the rows it expects to add (the depth cap while queued). add_draft_rows() then finishes the draft
+    // within `room` rows now (queued_ms: this slot's share of the shared pass) and appends [last token] +
+    // draft rows to `b`; false, adding nothing, if nothing was planned.
+    bool plan_draft(int32_t n_ctx_slot, int room, bool timed, int other_rows, int other_tokens, bool may_queue);
+    int planned_rows() const;
+    bool draft_queued() const { return planned_ && queued_; }
+    bool add_draft_rows(Batch& b, int room, double queued_ms);
     bool drafting() const { return drafting_; }  // add_draft_rows added rows this step
     // After the decode of a drafting step: verifies with this slot's sampler, commits the KV cache,
     // extends `cache`, and emits the accepted tokens one by one through the per-token path exactly as
@@ -149,7 +156,8 @@ private:
     std::unique_ptr<Speculator> spec_slot_, spec_task_;
     Speculator* spec_ = nullptr;
     bool drafting_ = false;
-    std::vector<int32_t> generated_;  // the task's tokens (Speculator::end feeds cross-request drafters)
+    bool planned_ = false, queued_ = false;  // plan_draft() .. add_draft_rows()
+    std::vector<int32_t> generated_;         // the task's tokens (Speculator::end feeds cross-request drafters)
 };
 
 }  // namespace bee::runtime

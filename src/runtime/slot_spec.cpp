@@ -22,8 +22,9 @@ bool Slot::may_draft() const {
     return !(penalties && may_force);
 }
 
-bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed, int other_rows, int other_tokens) {
+bool Slot::plan_draft(int32_t n_ctx_slot, int room, bool timed, int other_rows, int other_tokens, bool may_queue) {
     drafting_ = false;
+    planned_ = false;
     if (!may_draft()) return false;
     const GenParams& gp = task_->params;
     const int32_t pos = (int32_t)cache.size();  // last_'s position
@@ -41,7 +42,22 @@ bool Slot::add_draft_rows(Batch& b, int32_t n_ctx_slot, int room, bool timed, in
     lim.other_tokens = other_tokens;
     lim.chains_only = chains_only;
     lim.grammar = grammar_.get();
-    spec_->draft(cache, last_, lim);
+    queued_ = spec_->plan(cache, last_, lim, may_queue);
+    planned_ = true;
+    return true;
+}
+
+int Slot::planned_rows() const {
+    if (!planned_) return 1;
+    return 1 + (queued_ ? std::max(spec_->depth(), 0) : spec_->tree().size());
+}
+
+bool Slot::add_draft_rows(Batch& b, int room, double queued_ms) {
+    if (!planned_) return false;
+    planned_ = false;
+    const int32_t pos = (int32_t)cache.size();  // last_'s position
+    spec_->finish(room - 1, queued_ ? queued_ms : 0.0);
+    queued_ = false;
     fin_.draft_n_grammar_cut += spec_->n_grammar_cut();
     if (log_level() == LogLevel::debug) log_draft(pos);
     step_row0 = spec_->add_to_batch(b, last_, pos, id_);

@@ -76,12 +76,21 @@ public:
     virtual void end(const std::vector<int32_t>& output) { (void)output; }
     // Longest draft this drafter proposes with its own settings (the depth policy's base).
     virtual int n_max() const = 0;
+    // Drafting several sequences in one pass (kinds that compute, so the weights are read once for every
+    // server slot of a step). queue() may put this sequence's request in its kind's DrafterShared instead
+    // of drafting and return true; DrafterShared::draft_queued() then drafts every queued sequence
+    // together, and take() hands this one's draft over: the draft draft(req, out) would give. `history`
+    // must stay as it is until take(). false: not queued (the caller asks draft()).
+    virtual bool queue(const DraftRequest& req) { return (void)req, false; }
+    virtual void take(DraftTree& out) { (void)out; }
 };
 
 // State one drafter kind keeps for the whole process (a hash table shared by every slot, a global
 // suffix tree over earlier responses, a loaded draft model). Created once by SpecShared.
 struct DrafterShared {
     virtual ~DrafterShared() = default;
+    // Drafts every sequence whose drafter queued its request since the last call (Drafter::queue).
+    virtual void draft_queued() {}
 };
 
 // What a drafter's factory gets.

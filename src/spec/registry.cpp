@@ -129,4 +129,8 @@ DrafterShared* SpecShared::get(const std::string& name) const {
     return it == shared_.end() ? nullptr : it->second.get();
 }
 
+void SpecShared::draft_queued() {
+    for (auto& [name, s] : shared_) s->draft_queued();
+}
+
 }  // namespace bee

@@ -78,6 +78,8 @@ public:
     const SpecParams& params() const { return params_; }
     const Model& target() const { return target_; }
     DrafterShared* get(const std::string& name) const;
+    // Drafts, kind by kind, every sequence whose drafter queued its request (Speculator::plan).
+    void draft_queued();
     // The verify cost curve every sequence's profit controller shares (depth_policy.h).
     const std::shared_ptr<VerifyCostModel>& verify_cost() const { return verify_cost_; }
     // What the depth policies of earlier requests with these drafter types learnt (depth_prior.h): one

@@ -64,47 +64,90 @@ void Speculator::begin(const std::vector<int32_t>& prompt) {
 }
 
 const DraftTree& Speculator::draft(const std::vector<int32_t>& history, int32_t id_last, const DraftLimits& lim) {
+    plan(history, id_last, lim, false);
+    return tree_;
+}
+
+bool Speculator::plan(const std::vector<int32_t>& history, int32_t id_last, const DraftLimits& lim, bool may_queue) {
     t_start_ = time_ms();
     tree_.clear();
+    req_.reset();
+    pending_ = -1;
     winner_ = -1;
     depth_ = 0;
     n_cut_ = 0;
     timed_ = lim.timed;
     draft_ms_ = 0;
-    if (drafters_.empty()) return tree_;
+    lim_ = lim;
+    if (drafters_.empty()) return false;
     int base = 0;
     for (const auto& d : drafters_) base = std::max(base, d->n_max());
     if (lim.n_max_override > 0) base = std::min(base, lim.n_max_override);
-    const int n_min = lim.n_min_override >= 0 ? lim.n_min_override : shared_.params().draft_n_min;
+    n_min_ = lim.n_min_override >= 0 ? lim.n_min_override : shared_.params().draft_n_min;
     policy_->set_batch(lim.other_rows, lim.other_tokens);
     depth_ = std::min(policy_->next(base), lim.n_max);
-    if (depth_ <= 0 || depth_ < n_min || lim.n_nodes <= 0) {
+    if (depth_ <= 0 || depth_ < n_min_ || lim.n_nodes <= 0) {
         depth_ = std::max(depth_, 0);
-        return tree_;
+        return false;
     }
-    DraftRequest req{history, id_last, depth_, lim.target_temp, lim.p_min_override};
+    req_.emplace(DraftRequest{history, id_last, depth_, lim.target_temp, lim.p_min_override});
     const int32_t n_past = (int32_t)history.size();
     // a row's time over the time per token the step it joins yields (alone: over a plain decode)
     const double plain = shared_.verify_cost()->predict(n_past, lim.other_rows),
                  one = shared_.verify_cost()->predict(n_past, lim.other_rows + 1);
-    if (plain > 0 && one > 0) req.row_cost = (one - plain) * (lim.other_tokens + 1) / plain;
-    for (size_t i = 0; i < drafters_.size() && !tree_.drafted(); i++) {
+    if (plain > 0 && one > 0) req_->row_cost = (one - plain) * (lim.other_tokens + 1) / plain;
+    return run_drafters(0, may_queue);
+}
+
+const DraftTree& Speculator::finish(int n_nodes, double queued_ms) {
+    const double t0 = time_ms();
+    lim_.n_nodes = std::min(lim_.n_nodes, n_nodes);
+    if (pending_ >= 0) {
+        const size_t i = (size_t)pending_;
+        pending_ = -1;
+        drafters_[i]->take(tree_);
+        stats_.drafters[i].n_draft++;
+        stats_.drafters[i].ms_draft += queued_ms + (time_ms() - t0);
+        settle(i);
+        run_drafters(i + 1, false);
+    } else {
+        tree_.truncate_size(std::max(lim_.n_nodes, 0));
+    }
+    draft_ms_ += queued_ms + (time_ms() - t0);
+    return tree_;
+}
+
+// Asks the drafters from the i-th on, in priority order, until one drafts; with may_queue the first that
+// queues its request stops the walk (finish() takes its draft and goes on).
+bool Speculator::run_drafters(size_t i, bool may_queue) {
+    const double t_walk = time_ms();
+    for (; i < drafters_.size() && !tree_.drafted(); i++) {
+        if (may_queue && drafters_[i]->queue(*req_)) {
+            pending_ = (int)i;
+            draft_ms_ += time_ms() - t_walk;
+            return true;
+        }
         const double t0 = time_ms();
-        drafters_[i]->draft(req, tree_);
+        drafters_[i]->draft(*req_, tree_);
         stats_.drafters[i].n_draft++;
         stats_.drafters[i].ms_draft += time_ms() - t0;
-        if (tree_.max_depth() > depth_) tree_.truncate_depth(depth_);
-        if (lim.chains_only && !tree_.is_chain()) tree_.keep_first_branch();
-        if (lim.grammar) n_cut_ += cut_draft_to_grammar(tree_, *lim.grammar);
-        tree_.truncate_size(lim.n_nodes);
-        // too short to pay; but a sampled chain the grammar cut stays, whatever its length: dropping it
-        // would depend on its draws, and rejection sampling would no longer be exact (DraftTree::q_cut)
-        if (!tree_.empty() && tree_.q_cut.empty() && tree_.max_depth() < std::max(n_min, 1)) tree_.clear();
-        if (tree_.drafted()) winner_ = (int)i;
+        settle(i);
     }
     stats_.n_grammar_cut += n_cut_;
-    draft_ms_ = time_ms() - t_start_;
-    return tree_;
+    draft_ms_ += time_ms() - t_walk;
+    return false;
+}
+
+// The limits on the i-th drafter's draft: depth, chains only, the grammar, the batch's room, n_min.
+void Speculator::settle(size_t i) {
+    if (tree_.max_depth() > depth_) tree_.truncate_depth(depth_);
+    if (lim_.chains_only && !tree_.is_chain()) tree_.keep_first_branch();
+    if (lim_.grammar) n_cut_ += cut_draft_to_grammar(tree_, *lim_.grammar);
+    tree_.truncate_size(std::max(lim_.n_nodes, 0));
+    // too short to pay; but a sampled chain the grammar cut stays, whatever its length: dropping it
+    // would depend on its draws, and rejection sampling would no longer be exact (DraftTree::q_cut)
+    if (!tree_.empty() && tree_.q_cut.empty() && tree_.max_depth() < std::max(n_min_, 1)) tree_.clear();
+    if (tree_.drafted()) winner_ = (int)i;
 }
 
 int Speculator::add_to_batch(Batch& b, int32_t id_last, int32_t pos, int seq) const {

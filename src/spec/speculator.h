@@ -33,6 +33,7 @@
 #pragma once
 #include <climits>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "model/batch.h"
@@ -79,6 +80,15 @@ public:
     bool enabled() const { return !drafters_.empty(); }
     void begin(const std::vector<int32_t>& prompt);
     const DraftTree& draft(const std::vector<int32_t>& history, int32_t id_last, const DraftLimits& limits);
+    // Several sequences drafting in one pass (the server's step): plan() is draft() that lets a drafter
+    // which computes queue its request (Drafter::queue) and returns true if one did; the caller runs
+    // SpecShared::draft_queued() once for every sequence's plan, then finish() takes the draft, applies
+    // the limits and asks the later drafters if it came back empty. finish() is called after every plan():
+    // `n_nodes` caps the tree to the batch room left now, `queued_ms` is this sequence's share of the
+    // shared pass. history must stay as it is until finish().
+    bool plan(const std::vector<int32_t>& history, int32_t id_last, const DraftLimits& limits, bool may_queue);
+    const DraftTree& finish(int n_nodes, double queued_ms);
+    int depth() const { return depth_; }  // the depth cap of the cycle planned last
     // Appends [id_last, draft nodes] for `seq` (id_last at `pos`); returns id_last's row.
     int add_to_batch(Batch& b, int32_t id_last, int32_t pos, int seq) const;
     // `grammar`: the request's constraint, the one given to draft() (it moves along the emitted tokens).
@@ -108,15 +118,21 @@ private:
     DepthPrior& prior_;  // shared with every request of these types (begin seeds, end folds)
     SpecStats stats_;
     DraftTree tree_;
-    int winner_ = -1;  // drafter that produced tree_, -1: none
-    int depth_ = 0;    // cap asked this cycle
-    int n_cut_ = 0;    // draft nodes the grammar cut this cycle
+    int winner_ = -1;   // drafter that produced tree_, -1: none
+    int pending_ = -1;  // drafter whose request is queued (plan() .. finish()), -1: none
+    int n_min_ = 0;
+    DraftLimits lim_;
+    std::optional<DraftRequest> req_;
+    int depth_ = 0;  // cap asked this cycle
+    int n_cut_ = 0;  // draft nodes the grammar cut this cycle
     bool timed_ = true;
     double t_start_ = 0, draft_ms_ = 0;
     std::vector<int32_t> row_tokens_;
     std::vector<const float*> row_logits_;
     std::vector<int32_t> capture_layers_;
     void collect_capture_layers();
+    bool run_drafters(size_t i, bool may_queue);
+    void settle(size_t i);
 };
 
 }  // namespace bee

@@ -32,15 +32,28 @@ namespace {
 constexpr int kKeepPositions = 4096;  // context positions kept per sequence (the fork's ring)
 constexpr int kDropSlack = 512;       // cells beyond the kept ones before the oldest are dropped (amortized)
 
+class DflashDrafter;
+// Drafts the sequences' blocks in one drafter pass (declared for DflashShared).
+void draft_together(const DflashModel& m, ThreadPool& pool, int cross_ctx, const std::vector<DflashDrafter*>& seqs);
+
 struct DflashShared : DrafterShared {
     DrafterTarget target;
     std::unique_ptr<DflashModel> model;
+    ThreadPool* pool = nullptr;  // the target's threads (the drafters')
+    int cross_ctx = DflashModel::kDefaultCrossCtx;
+    std::vector<DflashDrafter*> queued;  // Drafter::queue .. draft_queued()
+    void draft_queued() override {
+        if (queued.empty()) return;
+        std::vector<DflashDrafter*> seqs;
+        seqs.swap(queued);
+        draft_together(*model, *pool, cross_ctx, seqs);
+    }
 };
 
 class DflashDrafter : public Drafter {
 public:
-    DflashDrafter(const SpecParams& p, const DflashModel& m, ThreadPool& pool, int n_vocab)
-        : p_(p), m_(m), hp_(m.hparams()), pool_(pool), n_vocab_(n_vocab) {}
+    DflashDrafter(const SpecParams& p, DflashShared& shared, ThreadPool& pool, int n_vocab)
+        : p_(p), shared_(shared), m_(*shared.model), hp_(m_.hparams()), pool_(pool), n_vocab_(n_vocab) {}
 
     int n_max() const override { return std::max(1, std::min(p_.draft_n_max, hp_.block_size - 1)); }
 
@@ -102,46 +115,84 @@ public:
     }
 
     void draft(const DraftRequest& req, DraftTree& out) override {
+        if (!start(req)) return;
+        const DflashBlock b = block();
+        logits_.resize((size_t)b.n_draft * hp_.n_draft_vocab);
+        m_.draft(pool_, &b, 1, p_.dflash_cross_ctx, logits_.data());
+        finish(logits_.data(), out);
+    }
+
+    bool queue(const DraftRequest& req) override {
+        if (!start(req)) return false;
+        shared_.queued.push_back(this);
+        return true;
+    }
+
+    void take(DraftTree& out) override {
+        out = std::move(job_.out);
+        job_.out.clear();
+    }
+
+    // Drafting in steps, so that draft_together can run several sequences' blocks in one pass. start():
+    // this draft's settings, false if there is nothing to draft from (no context cells yet).
+    bool start(const DraftRequest& req) {
         const int32_t T = (int32_t)req.history.size();
-        if (T == 0) return;
+        if (T == 0) return false;
         forget_from(T);
         drop_stale(req.history);
-        if (ctx_.n_cells() == 0) return;  // nothing of this sequence seen yet
-        const int n = std::min(n_max(), req.n_max);
-        if (n < 1) return;
-        const int nd = hp_.n_draft_vocab;
-        logits_.resize((size_t)n * nd);
-        const DflashBlock block{&ctx_, req.id_last, T, n};
-        m_.draft(pool_, &block, 1, p_.dflash_cross_ctx, logits_.data());
-        const float temp = p_.draft_temp_auto ? req.target_temp : p_.draft_temp;
-        if (temp > 0) return sample_chain(temp, n, out);
-        const float p_min = req.p_min >= 0 ? req.p_min : p_.draft_p_min;
+        if (ctx_.n_cells() == 0) return false;  // nothing of this sequence seen yet
+        job_ = Job{};
+        job_.n = std::min(n_max(), req.n_max);
+        if (job_.n < 1) return false;
+        job_.T = T;
+        job_.id_last = req.id_last;
+        job_.temp = p_.draft_temp_auto ? req.target_temp : p_.draft_temp;
+        job_.p_min = req.p_min >= 0 ? req.p_min : p_.draft_p_min;
+        job_.row_cost = req.row_cost;
+        return true;
+    }
+    DflashBlock block() const { return DflashBlock{&ctx_, job_.id_last, job_.T, job_.n}; }
+
+    // The draft from the block's logits (n, n_draft_vocab): a flat chain of each row's top token, a DDTree,
+    // or a sampled chain.
+    void finish(const float* logits, DraftTree& out) {
+        const int n = job_.n, nd = hp_.n_draft_vocab;
+        if (job_.temp > 0) return sample_chain(job_.temp, logits, n, out);
         const bool tree = p_.branch_budget > 0 && p_.draft_top_k > 1;
         marg_.resize(n);
-        conf_.begin(req.row_cost);
+        conf_.begin(job_.row_cost);
         int len = 0;
         for (; len < n; len++) {
             DepthTop& t = marg_[len];
-            top_candidates(logits_.data() + (size_t)len * nd, nd, tree ? p_.draft_top_k : 1, t);
+            top_candidates(logits + (size_t)len * nd, nd, tree ? p_.draft_top_k : 1, t);
             const double p1 = std::exp(t.lp[0]);
-            if ((p_min > 0 && p1 < p_min) || !conf_.keep(p1)) break;
+            if ((job_.p_min > 0 && p1 < job_.p_min) || !conf_.keep(p1)) break;
             for (int32_t& id : t.id) id = m_.target_id(id);
             out.add(t.id[0], out.size() - 1);
         }
         marg_.resize(len);
         if (tree && len > 0) {
             calibrate(conf_, marg_);
-            ddtree_add_branches(marg_, ddtree_branch_budget(n_max(), n, p_.branch_budget, p_.draft_top_k), req.row_cost,
-                                out);
+            ddtree_add_branches(marg_, ddtree_branch_budget(n_max(), n, p_.branch_budget, p_.draft_top_k),
+                                job_.row_cost, out);
         }
     }
+    DraftTree& queued_out() { return job_.out; }
 
     void accept(int n_accepted, bool is_other) override {
         if (!is_other) conf_.accepted(n_accepted);
     }
 
 private:
+    struct Job {  // the draft in progress
+        int32_t T = 0, id_last = 0;
+        int n = 0;
+        float temp = 0, p_min = 0;
+        double row_cost = -1;
+        DraftTree out;  // a queued draft's result
+    };
     const SpecParams& p_;
+    DflashShared& shared_;
     const DflashModel& m_;
     const DflashHParams& hp_;
     ThreadPool& pool_;
@@ -153,9 +204,10 @@ private:
     std::vector<float> step_feat_;   // (step_n_, n_features) their features
     std::vector<uint8_t> step_ok_;   // (step_n_) 1: every tap was captured
     std::vector<int32_t> step_tok_;  // (step_n_) their tokens
-    std::vector<float> logits_;      // (n, n_draft_vocab) the block's mask rows
-    std::vector<DepthTop> marg_;     // the top-k marginal of each depth (greedy)
-    DraftConfidence conf_;           // where a greedy chain stops (calibrated against acceptance)
+    Job job_;
+    std::vector<float> logits_;   // (n, n_draft_vocab) the block's mask rows
+    std::vector<DepthTop> marg_;  // the top-k marginal of each depth (greedy)
+    DraftConfidence conf_;        // where a greedy chain stops (calibrated against acceptance)
     std::unique_ptr<Sampler> sampler_;
     std::vector<float> full_;  // sampled drafting: one row's logits over the target's vocabulary
 
@@ -196,7 +248,7 @@ private:
 
     // Sampled drafting: each row's token drawn from its marginal at temperature `temp`, the distribution
     // recorded for exact rejection sampling (a chain; DFlash's rows do not depend on the earlier draws).
-    void sample_chain(float temp, int n, DraftTree& out) {
+    void sample_chain(float temp, const float* logits, int n, DraftTree& out) {
         if (!sampler_ || sampler_->params().temp != temp) {  // --spec-draft-temp auto follows each request
             SamplingParams sp;
             sp.temp = temp;
@@ -208,7 +260,7 @@ private:
         }
         full_.resize(n_vocab_);
         for (int d = 0; d < n; d++) {
-            m_.scatter_logits(logits_.data() + (size_t)d * hp_.n_draft_vocab, full_.data(), n_vocab_);
+            m_.scatter_logits(logits + (size_t)d * hp_.n_draft_vocab, full_.data(), n_vocab_);
             sampler_->apply(full_.data());
             if (sampler_->candidates().empty()) return;
             const int32_t token = sampler_->draw(sampler_->candidates());
@@ -217,6 +269,23 @@ private:
         }
     }
 };
+
+void draft_together(const DflashModel& m, ThreadPool& pool, int cross_ctx, const std::vector<DflashDrafter*>& seqs) {
+    std::vector<DflashBlock> blocks;
+    size_t rows = 0;
+    for (DflashDrafter* d : seqs) {
+        blocks.push_back(d->block());
+        rows += (size_t)blocks.back().n_draft;
+    }
+    const int nd = m.hparams().n_draft_vocab;
+    std::vector<float> logits(rows * nd);
+    m.draft(pool, blocks.data(), (int)blocks.size(), cross_ctx, logits.data());
+    size_t row = 0;
+    for (size_t i = 0; i < seqs.size(); i++) {
+        seqs[i]->finish(logits.data() + row * nd, seqs[i]->queued_out());
+        row += (size_t)blocks[i].n_draft;
+    }
+}
 
 }  // namespace
 
@@ -244,8 +313,10 @@ std::unique_ptr<DrafterShared> make_dflash_shared(const SpecParams& p, const Mod
 
 std::unique_ptr<Drafter> make_dflash(const DrafterEnv& env) {
     if (!env.pool) fail("dflash: no thread pool given to the drafter");
-    return std::make_unique<DflashDrafter>(env.params, *static_cast<DflashShared*>(env.shared)->model, *env.pool,
-                                           env.target.hparams().n_vocab);
+    auto* shared = static_cast<DflashShared*>(env.shared);
+    shared->pool = env.pool;
+    shared->cross_ctx = env.params.dflash_cross_ctx;
+    return std::make_unique<DflashDrafter>(env.params, *shared, *env.pool, env.target.hparams().n_vocab);
 }
 
 // The drafter file is given with -md like a draft model; -md alone picks this kind when the file's

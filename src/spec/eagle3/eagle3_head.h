@@ -61,6 +61,9 @@ struct Eagle3Rows {
     const int32_t* token = nullptr;  // [n] target token ids
     const int32_t* pos = nullptr;    // [n] ascending, after every cell the KV keeps
     const float* g = nullptr;        // (n, n_embd)
+    // [n] each row's sequence: an index into decode's KV array (nullptr: all 0). A sequence's rows are
+    // contiguous; several sequences share the matmuls, each attends to its own KV.
+    const int32_t* seq = nullptr;
 };
 
 class Eagle3Head {
@@ -81,7 +84,12 @@ public:
     // included, written first). hidden (n, n_embd): the block's output before the output norm, which
     // feeds the next depth (must not alias rows.g); logits (n, n_draft_vocab) if not nullptr. Throws Error on
     // a token out of range or a position not after every kept cell.
-    void decode(ThreadPool& pool, Eagle3Kv& kv, const Eagle3Rows& rows, float* hidden, float* logits) const;
+    void decode(ThreadPool& pool, Eagle3Kv* const* kvs, int n_kv, const Eagle3Rows& rows, float* hidden,
+                float* logits) const;
+    void decode(ThreadPool& pool, Eagle3Kv& kv, const Eagle3Rows& rows, float* hidden, float* logits) const {
+        Eagle3Kv* p = &kv;
+        decode(pool, &p, 1, rows, hidden, logits);
+    }
     // logits (n, n_draft_vocab) of the block outputs `hidden` (n, n_embd): the output norm, then the head.
     void logits(ThreadPool& pool, const float* hidden, int n, float* out) const;
     // full (n_vocab of the target) = draft logits scattered through d2t, -inf elsewhere.

@@ -30,27 +30,47 @@ void Eagle3Head::encode(ThreadPool& pool, const float* features, int n, float* g
     mm(pool, w_.fc, xn.data(), n, g);
 }
 
-// Appends the rows' K and V (roped) to the KV after checking their positions keep it ascending.
-static void kv_append(Eagle3Kv& kv, const Eagle3Rows& rows, const float* k, const float* v, size_t nk) {
-    int32_t last = kv.pos.empty() ? INT32_MIN : kv.pos.back();
+// The rows' runs of one sequence each: [begin, end) row ranges and their sequence; throws Error if a
+// sequence's rows are not contiguous or their positions do not follow its KV in ascending order.
+struct SeqRun {
+    int r0, r1, seq;
+};
+static std::vector<SeqRun> seq_runs(Eagle3Kv* const* kvs, int n_kv, const Eagle3Rows& rows) {
+    std::vector<SeqRun> runs;
+    std::vector<uint8_t> seen(n_kv, 0);
     for (int r = 0; r < rows.n; r++) {
-        if (rows.pos[r] <= last)
-            fail("eagle3 head: row %d at position %d does not follow position %d in its KV (cut the KV first)", r,
-                 rows.pos[r], last);
-        last = rows.pos[r];
+        const int s = rows.seq ? rows.seq[r] : 0;
+        if (s < 0 || s >= n_kv) fail("eagle3 head: row %d names sequence %d of %d", r, s, n_kv);
+        if (!runs.empty() && runs.back().seq == s) {
+            runs.back().r1 = r + 1;
+            continue;
+        }
+        if (seen[s]) fail("eagle3 head: the rows of sequence %d are not contiguous (row %d)", s, r);
+        seen[s] = 1;
+        runs.push_back({r, r + 1, s});
     }
-    kv.pos.insert(kv.pos.end(), rows.pos, rows.pos + rows.n);
-    kv.k.insert(kv.k.end(), k, k + rows.n * nk);
-    kv.v.insert(kv.v.end(), v, v + rows.n * nk);
+    for (const SeqRun& u : runs) {
+        const Eagle3Kv& kv = *kvs[u.seq];
+        int32_t last = kv.pos.empty() ? INT32_MIN : kv.pos.back();
+        for (int r = u.r0; r < u.r1; r++) {
+            if (rows.pos[r] <= last)
+                fail("eagle3 head: row %d at position %d does not follow position %d in its KV (cut the KV first)", r,
+                     rows.pos[r], last);
+            last = rows.pos[r];
+        }
+    }
+    return runs;
 }
 
-void Eagle3Head::decode(ThreadPool& pool, Eagle3Kv& kv, const Eagle3Rows& rows, float* hidden, float* logits) const {
+void Eagle3Head::decode(ThreadPool& pool, Eagle3Kv* const* kvs, int n_kv, const Eagle3Rows& rows, float* hidden,
+                        float* logits) const {
     const int n = rows.n;
     const int64_t e = hp_.n_embd;
     const size_t nq = (size_t)hp_.n_head * hp_.head_dim, nk = (size_t)hp_.n_head_kv * hp_.head_dim;
     for (int r = 0; r < n; r++)
         if (rows.token[r] < 0 || rows.token[r] >= w_.tok_embd.ne1)
             fail("eagle3 head: token %d out of range (0..%lld)", rows.token[r], (long long)w_.tok_embd.ne1 - 1);
+    const std::vector<SeqRun> runs = seq_runs(kvs, n_kv, rows);
     std::vector<float> x2((size_t)n * 2 * e);  // (n, 2H): [attn_norm(embd(token)) ; hidden_norm(g)]
     std::vector<float> emb((size_t)n * e);     // (n, H) token embeddings, then the attention residual
     get_rows(w_.tok_embd.type, w_.tok_embd.data, e, rows.token, n, emb.data());
@@ -68,29 +88,34 @@ void Eagle3Head::decode(ThreadPool& pool, Eagle3Kv& kv, const Eagle3Rows& rows, 
         rope(q.data() + r * nq, hp_.n_head, hp_.head_dim, rows.pos[r], hp_.rope);
         rope(k.data() + r * nk, hp_.n_head_kv, hp_.head_dim, rows.pos[r], hp_.rope);
     }
-    const int base = kv.n_cells();
-    kv_append(kv, rows, k.data(), v.data(), nk);
-    // Cells are in ascending position, so row r (at cell base + r) sees cells 0..base + r: causal.
-    std::vector<std::vector<int32_t>> vis(n);
-    std::vector<const std::vector<int32_t>*> vis_ptr(n);
-    for (int r = 0; r < n; r++) {
-        for (int32_t c = 0; c <= base + r; c++) vis[r].push_back(c);
-        vis_ptr[r] = &vis[r];
-    }
     std::vector<float> att(n * nq);  // (n, n_head * hd)
-    AttentionArgs a;
-    a.n_rows = n;
-    a.n_head = hp_.n_head;
-    a.n_head_kv = hp_.n_head_kv;
-    a.head_dim = hp_.head_dim;
-    a.q = q.data();
-    a.out = att.data();
-    a.scale = hp_.attn_scale;
-    a.k = (const uint8_t*)kv.k.data();
-    a.v = (const uint8_t*)kv.v.data();
-    a.k_cell_bytes = a.v_cell_bytes = nk * sizeof(float);
-    a.visible = vis_ptr.data();
-    attention(pool, a);
+    for (const SeqRun& u : runs) {   // each sequence attends to its own KV
+        Eagle3Kv& kv = *kvs[u.seq];
+        const int m = u.r1 - u.r0, base = kv.n_cells();
+        kv.pos.insert(kv.pos.end(), rows.pos + u.r0, rows.pos + u.r1);
+        kv.k.insert(kv.k.end(), k.begin() + u.r0 * nk, k.begin() + u.r1 * nk);
+        kv.v.insert(kv.v.end(), v.begin() + u.r0 * nk, v.begin() + u.r1 * nk);
+        // Cells are in ascending position, so row r (at cell base + r) sees cells 0..base + r: causal.
+        std::vector<std::vector<int32_t>> vis(m);
+        std::vector<const std::vector<int32_t>*> vis_ptr(m);
+        for (int r = 0; r < m; r++) {
+            for (int32_t c = 0; c <= base + r; c++) vis[r].push_back(c);
+            vis_ptr[r] = &vis[r];
+        }
+        AttentionArgs a;
+        a.n_rows = m;
+        a.n_head = hp_.n_head;
+        a.n_head_kv = hp_.n_head_kv;
+        a.head_dim = hp_.head_dim;
+        a.q = q.data() + u.r0 * nq;
+        a.out = att.data() + u.r0 * nq;
+        a.scale = hp_.attn_scale;
+        a.k = (const uint8_t*)kv.k.data();
+        a.v = (const uint8_t*)kv.v.data();
+        a.k_cell_bytes = a.v_cell_bytes = nk * sizeof(float);
+        a.visible = vis_ptr.data();
+        attention(pool, a);
+    }
     float* h = hidden;  // (n, H): residual + attention, then + FFN: the pre-norm output
     mm(pool, w_.wo, att.data(), n, h);
     const float* resid = hp_.norm_before_residual ? nullptr : rows.g;

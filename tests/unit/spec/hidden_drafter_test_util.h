@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,7 +16,9 @@
 #include "gguf/gguf.h"
 #include "kernels/kernels.h"
 #include "kernels/repack.h"
+#include "model/engine.h"
 #include "spec/drafter.h"
+#include "spec/registry.h"
 
 namespace bee::test {
 
@@ -119,6 +122,52 @@ inline std::vector<int32_t> prompt_tokens(int n) {
     const std::vector<int32_t> t = tiny_tokens(n - 1, 300, 11);
     p.insert(p.end(), t.begin(), t.end());
     return p;
+}
+
+// Several sequences drafting in one pass (Drafter::queue, DrafterShared::draft_queued, Drafter::take), as
+// the server's slots do: three histories of different lengths arrive in two prompt chunks each, with one
+// shared pass after each chunk. Every draft must equal alone(history, id_last): a fresh drafter's draft
+// shown that history in one batch. The second pass checks that the first left each drafter's state right.
+using AloneDraft = std::function<std::vector<int32_t>(const std::vector<int32_t>& history, int32_t id_last)>;
+inline void expect_queued_drafts_equal_alone(SpecShared& shared, const Model& target, const char* kind, int n_max,
+                                             const AloneDraft& alone) {
+    const DrafterEnv env{shared.params(), target, shared.get(kind), &shared.pool()};
+    const int n_seq = 3;
+    std::vector<std::unique_ptr<Drafter>> drafters;
+    std::vector<std::unique_ptr<Engine>> engines;
+    std::vector<std::vector<int32_t>> full(n_seq), hist(n_seq);
+    EngineParams ep;
+    ep.n_ctx = 256;
+    ep.n_threads = 2;
+    for (int s = 0; s < n_seq; s++) {
+        drafters.push_back(find_drafter_kind(kind)->make(env));
+        engines.push_back(std::make_unique<Engine>(target, ep));
+        full[s] = {1};
+        const std::vector<int32_t> t = tiny_tokens(23 + 9 * s, 300, 20 + s);
+        full[s].insert(full[s].end(), t.begin(), t.end());
+    }
+    for (int round = 0; round < 2; round++) {
+        std::vector<int32_t> id_last(n_seq);
+        for (int s = 0; s < n_seq; s++) {
+            const size_t from = hist[s].size(), to = round == 0 ? full[s].size() / 2 : full[s].size();
+            Batch b;
+            for (size_t i = from; i < to; i++) b.add(full[s][i], (int32_t)i, 0, i + 1 == to);
+            b.capture_layers = drafters[s]->capture_layers();
+            DecodeOutput out;
+            engines[s]->decode(b, out);
+            drafters[s]->observe_target(TargetRows{b, out, 0, b.size(), true});
+            hist[s].insert(hist[s].end(), full[s].begin() + (std::ptrdiff_t)from, full[s].begin() + (std::ptrdiff_t)to);
+            id_last[s] = 5 + 11 * s + round;
+            ASSERT_TRUE(drafters[s]->queue(DraftRequest{hist[s], id_last[s], n_max, 0.0f})) << "sequence " << s;
+        }
+        shared.get(kind)->draft_queued();
+        for (int s = 0; s < n_seq; s++) {
+            DraftTree t;
+            drafters[s]->take(t);
+            EXPECT_FALSE(t.empty()) << "round " << round << ", sequence " << s;
+            EXPECT_EQ(tree_tokens(t), alone(hist[s], id_last[s])) << "round " << round << ", sequence " << s;
+        }
+    }
 }
 
 }  // namespace bee::test

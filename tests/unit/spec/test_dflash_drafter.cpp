@@ -1,8 +1,8 @@
-// tests/unit/spec/test_dflash_drafter: the dflash drafter over a tiny llama target with random drafters in
-// both dialects. Its context must follow the target exactly: at every step its draft equals the draft of a
-// fresh drafter shown the whole history in one prompt batch (accepted tokens, drafted by it or by another
-// drafter, enter its context; stale cells leave it); greedy output is unchanged, flat and DDTree; the tree is
-// the best-first one over the block's marginals within the (scaled) budget, pruned by the row cost; sampled
+// tests/unit/spec/test_dflash_drafter: the dflash drafter over a tiny llama target with random drafters in both
+// dialects. Its context must follow the target exactly: at every step its draft equals the draft of a fresh drafter
+// shown the whole history in one prompt batch (accepted tokens, drafted by it or by another drafter, enter its context;
+// stale cells leave it), also when several sequences draft in one pass; greedy output is unchanged, flat and DDTree;
+// the tree is the best-first one over the block's marginals within the (scaled) budget, pruned by the row cost; sampled
 // drafts keep the target's distribution; -md picks the kind by the file and what cannot apply is refused.
 #include <gtest/gtest.h>
 
@@ -134,6 +134,18 @@ TEST_P(DflashEveryDraft, EqualsAFreshDrafterShownTheWholeHistory) {
         longest = std::max(longest, s.history.size());
     }
     EXPECT_GT(longest, prompt.size() + 20);  // the oracle's accepted steps moved the sequence on
+}
+
+TEST_P(DflashEveryDraft, QueuedTogetherEqualsAlone) {
+    const Case c = GetParam();
+    SpecParams p = dflash_params(c.fork ? fixture().fork : fixture().llama_cpp, 5);
+    p.branch_budget = c.branch_budget;
+    p.draft_top_k = c.branch_budget ? 3 : 1;
+    SpecShared shared(p, *fixture().target);
+    expect_queued_drafts_equal_alone(shared, *fixture().target, "dflash", 5,
+                                     [&](const std::vector<int32_t>& h, int32_t id_last) {
+                                         return draft_from_scratch(shared, h, id_last, 5);
+                                     });
 }
 
 INSTANTIATE_TEST_SUITE_P(DflashDrafter, DflashEveryDraft,

@@ -1,7 +1,7 @@
-// tests/unit/spec/test_eagle3_drafter: the draft-eagle3 drafter over a tiny llama target with a random head.
-// Its state must follow the target exactly: at every step its draft equals the draft of a fresh drafter
-// shown the whole history in one prompt batch (so positions never freeze and accepted tokens, drafted by
-// it or by another drafter, enter its cache); greedy output is unchanged by it, as chains and as trees;
+// tests/unit/spec/test_eagle3_drafter: the draft-eagle3 drafter over a tiny llama target with a random head. Its state
+// must follow the target exactly: at every step its draft equals the draft of a fresh drafter shown the whole history
+// in one prompt batch (so positions never freeze and accepted tokens, drafted by it or by another drafter, enter its
+// cache), also when several sequences draft in one pass; greedy output is unchanged by it, as chains and as trees;
 // sampled drafts keep the target's distribution; files for the wrong kind are refused.
 #include <gtest/gtest.h>
 
@@ -104,6 +104,17 @@ TEST_P(EveryDraft, EqualsAFreshDrafterShownTheWholeHistory) {
         longest = std::max(longest, s.history.size());
     }
     EXPECT_GT(longest, prompt.size() + 20);  // the oracle's accepted steps moved the sequence on
+}
+
+TEST_P(EveryDraft, QueuedTogetherEqualsAlone) {
+    SpecParams p = eagle3_params(4);
+    p.branch_budget = GetParam();
+    p.draft_top_k = GetParam() ? 3 : 1;
+    SpecShared shared(p, *fixture().target);
+    expect_queued_drafts_equal_alone(shared, *fixture().target, "draft-eagle3", 4,
+                                     [&](const std::vector<int32_t>& h, int32_t id_last) {
+                                         return draft_from_scratch(shared, h, id_last, 4);
+                                     });
 }
 
 INSTANTIATE_TEST_SUITE_P(Eagle3Drafter, EveryDraft, testing::Values(0, 4),
