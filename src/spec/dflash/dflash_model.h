@@ -97,6 +97,10 @@ public:
     // target_layers, concatenated in that order) at positions pos[n], ascending and after every kept cell.
     // fused = hidden_norm(fc · features · fc_scale); each layer keeps rope(k_norm(Wk · fused)), Wv · fused.
     void add_context(ThreadPool& pool, DflashContext& ctx, const float* features, const int32_t* pos, int n) const;
+    // Several contexts' cells in one pass: context c gets counts[c] rows, the rows of features and pos
+    // context by context.
+    void add_contexts(ThreadPool& pool, DflashContext* const* ctxs, const int* counts, int n_ctx, const float* features,
+                      const int32_t* pos) const;
 
     // Drafts the blocks in one pass. Each block row attends to the last `cross_ctx` cells of its context
     // and to every row of its block (non-causal; sliding-window layers keep only keys less than n_swa

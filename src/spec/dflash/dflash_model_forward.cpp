@@ -45,14 +45,24 @@ static void norm_rope_heads(float* x, int n, int n_head, const Weight& norm, con
 
 void DflashModel::add_context(ThreadPool& pool, DflashContext& ctx, const float* features, const int32_t* pos,
                               int n) const {
-    if (n <= 0) return;
-    int32_t last = ctx.pos.empty() ? INT32_MIN : ctx.pos.back();
-    for (int r = 0; r < n; r++) {
-        if (pos[r] <= last)
-            fail("dflash: context row %d at position %d does not follow position %d (cut the context first)", r, pos[r],
-                 last);
-        last = pos[r];
+    DflashContext* c = &ctx;
+    add_contexts(pool, &c, &n, 1, features, pos);
+}
+
+void DflashModel::add_contexts(ThreadPool& pool, DflashContext* const* ctxs, const int* counts, int n_ctx,
+                               const float* features, const int32_t* pos) const {
+    int n = 0;
+    for (int c = 0; c < n_ctx; c++) {
+        int32_t last = ctxs[c]->pos.empty() ? INT32_MIN : ctxs[c]->pos.back();
+        for (int r = n; r < n + counts[c]; r++) {
+            if (pos[r] <= last)
+                fail("dflash: context row %d at position %d does not follow position %d (cut the context first)", r - n,
+                     pos[r], last);
+            last = pos[r];
+        }
+        n += counts[c];
     }
+    if (n <= 0) return;
     const int64_t e = hp_.n_embd;
     const size_t nk = (size_t)hp_.n_head_kv * hp_.head_dim;
     std::vector<float> fused((size_t)n * e);  // (n, H)
@@ -62,8 +72,10 @@ void DflashModel::add_context(ThreadPool& pool, DflashContext& ctx, const float*
         if (hp_.fc_scale != 1.0f) scale(fr, hp_.fc_scale, e);
         rms_norm(fr, (const float*)w_.hidden_norm.data, fr, e, hp_.norm_eps);
     }
-    ctx.k.resize(hp_.n_layer);
-    ctx.v.resize(hp_.n_layer);
+    for (int c = 0; c < n_ctx; c++) {
+        ctxs[c]->k.resize(hp_.n_layer);
+        ctxs[c]->v.resize(hp_.n_layer);
+    }
     std::vector<float> k(n * nk), v(n * nk);  // (n, n_head_kv * hd)
     for (int il = 0; il < hp_.n_layer; il++) {
         const DflashLayer& L = w_.layers[il];
@@ -71,10 +83,16 @@ void DflashModel::add_context(ThreadPool& pool, DflashContext& ctx, const float*
                                  {L.wv.type, L.wv.data, L.wv.ne1, L.wv.layout, v.data()}};
         matmul_shared_input(pool, kv, 2, e, fused.data(), n);
         norm_rope_heads(k.data(), n, hp_.n_head_kv, L.k_norm, pos, hp_);
-        ctx.k[il].insert(ctx.k[il].end(), k.begin(), k.end());
-        ctx.v[il].insert(ctx.v[il].end(), v.begin(), v.end());
+        size_t r0 = 0;
+        for (int c = 0; c < n_ctx; c++) {
+            const size_t r1 = r0 + (size_t)counts[c];
+            ctxs[c]->k[il].insert(ctxs[c]->k[il].end(), k.begin() + r0 * nk, k.begin() + r1 * nk);
+            ctxs[c]->v[il].insert(ctxs[c]->v[il].end(), v.begin() + r0 * nk, v.begin() + r1 * nk);
+            r0 = r1;
+        }
     }
-    ctx.pos.insert(ctx.pos.end(), pos, pos + n);
+    for (int c = 0, r = 0; c < n_ctx; r += counts[c], c++)
+        ctxs[c]->pos.insert(ctxs[c]->pos.end(), pos + r, pos + r + counts[c]);
 }
 
 namespace {

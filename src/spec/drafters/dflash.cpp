@@ -5,7 +5,8 @@
 //   - observe_target turns each decoded row's tapped layers into one context cell of the sequence's
 //     DflashContext at the row's position (a prompt chunk's rows and a one-row step at once; a verify
 //     batch's rows wait for observe(), which says which rows were committed, so trees and other drafters'
-//     accepted drafts are followed exactly). Any batch at position p drops the cells from p on; a cell whose
+//     accepted drafts are followed exactly). The rows wait as raw features until a draft needs them (then
+//     every queued sequence's become cells in one pass) or 64 of them pile up. Any batch at position p drops the cells from p on; a cell whose
 //     token is not the history's any more (a prefix decoded while another Speculator served the slot) is
 //     dropped at the next draft. The context keeps the last 4096 positions; a block attends to the last
 //     --spec-dflash-cross-ctx of them;
@@ -31,6 +32,7 @@ namespace {
 
 constexpr int kKeepPositions = 4096;  // context positions kept per sequence (the fork's ring)
 constexpr int kDropSlack = 512;       // cells beyond the kept ones before the oldest are dropped (amortized)
+constexpr int kAddAt = 64;            // pending rows a sequence adds to its context without waiting for a draft
 
 class DflashDrafter;
 // Drafts the sequences' blocks in one drafter pass (declared for DflashShared).
@@ -83,10 +85,9 @@ public:
         forget_from(rows.pos(0));
         step_n_ = 0;
         if (rows.prefill || n == 1) {  // every row is in the target's cache now
-            std::vector<int> keep;
             for (int i = 0; i < n; i++)
-                if (ok[i]) keep.push_back(i);
-            add_rows(rows, keep, feat);
+                if (ok[i]) add_pending(rows.pos(i), rows.token(i), feat.data() + (size_t)i * hp_.n_features());
+            if ((int)pend_pos_.size() >= kAddAt) flush_pending();
             return;
         }
         // A verify batch: which rows stay is known in observe().
@@ -101,21 +102,18 @@ public:
     void observe(const VerifyRows& v) override {
         if (step_n_ == 0) return;
         const size_t nf = hp_.n_features();
-        std::vector<int32_t> pos, tok;
-        std::vector<float> feat;
         for (size_t i = 0; i < v.committed_rows.size(); i++) {
             const int32_t r = v.committed_rows[i];
-            if (r >= step_n_ || !step_ok_[r]) continue;
-            pos.push_back(step_pos0_ + (int32_t)i);
-            tok.push_back(step_tok_[r]);
-            feat.insert(feat.end(), step_feat_.begin() + r * nf, step_feat_.begin() + (r + 1) * nf);
+            if (r < step_n_ && step_ok_[r])
+                add_pending(step_pos0_ + (int32_t)i, step_tok_[r], step_feat_.data() + r * nf);
         }
         step_n_ = 0;
-        add_cells(pos, tok, feat);
+        if ((int)pend_pos_.size() >= kAddAt) flush_pending();
     }
 
     void draft(const DraftRequest& req, DraftTree& out) override {
         if (!start(req)) return;
+        flush_pending();
         const DflashBlock b = block();
         logits_.resize((size_t)b.n_draft * hp_.n_draft_vocab);
         m_.draft(pool_, &b, 1, p_.dflash_cross_ctx, logits_.data());
@@ -140,7 +138,7 @@ public:
         if (T == 0) return false;
         forget_from(T);
         drop_stale(req.history);
-        if (ctx_.n_cells() == 0) return false;  // nothing of this sequence seen yet
+        if (ctx_.n_cells() + pend_pos_.size() == 0) return false;  // nothing of this sequence seen yet
         job_ = Job{};
         job_.n = std::min(n_max(), req.n_max);
         if (job_.n < 1) return false;
@@ -179,6 +177,22 @@ public:
     }
     DraftTree& queued_out() { return job_.out; }
 
+    // Rows waiting to become context cells (positions ascending, after every cell): draft_together adds
+    // every queued sequence's in one pass.
+    DflashContext& context() { return ctx_; }
+    int n_pending() const { return (int)pend_pos_.size(); }
+    const float* pending_features() const { return pend_feat_.data(); }
+    const int32_t* pending_pos() const { return pend_pos_.data(); }
+    // The pending rows are cells of context() now.
+    void pending_added() {
+        ctx_tok_.insert(ctx_tok_.end(), pend_tok_.begin(), pend_tok_.end());
+        clear_pending(0);
+        if (ctx_.n_cells() > kKeepPositions + kDropSlack) {
+            ctx_.drop_before(ctx_.pos.back() + 1 - kKeepPositions);
+            ctx_tok_.erase(ctx_tok_.begin(), ctx_tok_.end() - ctx_.n_cells());
+        }
+    }
+
     void accept(int n_accepted, bool is_other) override {
         if (!is_other) conf_.accepted(n_accepted);
     }
@@ -197,13 +211,15 @@ private:
     const DflashHParams& hp_;
     ThreadPool& pool_;
     const int n_vocab_;
-    DflashContext ctx_;              // the sequence's context cells, ascending position
-    std::vector<int32_t> ctx_tok_;   // (cells) the token the target decoded at each cell's position
-    int step_n_ = 0;                 // rows of the verify batch waiting for observe()
-    int32_t step_pos0_ = 0;          // their first position
-    std::vector<float> step_feat_;   // (step_n_, n_features) their features
-    std::vector<uint8_t> step_ok_;   // (step_n_) 1: every tap was captured
-    std::vector<int32_t> step_tok_;  // (step_n_) their tokens
+    DflashContext ctx_;                         // the sequence's context cells, ascending position
+    std::vector<int32_t> ctx_tok_;              // (cells) the token the target decoded at each cell's position
+    int step_n_ = 0;                            // rows of the verify batch waiting for observe()
+    int32_t step_pos0_ = 0;                     // their first position
+    std::vector<float> step_feat_;              // (step_n_, n_features) their features
+    std::vector<uint8_t> step_ok_;              // (step_n_) 1: every tap was captured
+    std::vector<int32_t> step_tok_;             // (step_n_) their tokens
+    std::vector<int32_t> pend_pos_, pend_tok_;  // rows waiting to become cells (flush_pending)
+    std::vector<float> pend_feat_;              // (pending, n_features)
     Job job_;
     std::vector<float> logits_;   // (n, n_draft_vocab) the block's mask rows
     std::vector<DepthTop> marg_;  // the top-k marginal of each depth (greedy)
@@ -215,6 +231,9 @@ private:
     void forget_from(int32_t p) {
         ctx_.cut(p);
         ctx_tok_.resize(ctx_.n_cells());
+        size_t keep = pend_pos_.size();
+        while (keep > 0 && pend_pos_[keep - 1] >= p) keep--;
+        clear_pending(keep);
     }
 
     // Cells decoded with another token than the history's at their position (the slot's cache was
@@ -222,28 +241,26 @@ private:
     void drop_stale(const std::vector<int32_t>& history) {
         for (int c = 0; c < ctx_.n_cells(); c++)
             if (ctx_tok_[c] != history[ctx_.pos[c]]) return forget_from(ctx_.pos[c]);
+        for (size_t i = 0; i < pend_pos_.size(); i++)
+            if (pend_tok_[i] != history[pend_pos_[i]]) return forget_from(pend_pos_[i]);
     }
 
-    void add_rows(const TargetRows& rows, const std::vector<int>& keep, const std::vector<float>& feat) {
-        const size_t nf = hp_.n_features();
-        std::vector<int32_t> pos, tok;
-        std::vector<float> f;
-        for (int i : keep) {
-            pos.push_back(rows.pos(i));
-            tok.push_back(rows.token(i));
-            f.insert(f.end(), feat.begin() + i * nf, feat.begin() + (i + 1) * nf);
-        }
-        add_cells(pos, tok, f);
+    // Rows become context cells when a draft needs them or kAddAt of them wait: a slot whose depth policy
+    // is off pays no drafter work, and the slots of a step add theirs in one pass.
+    void add_pending(int32_t pos, int32_t tok, const float* feat) {
+        pend_pos_.push_back(pos);
+        pend_tok_.push_back(tok);
+        pend_feat_.insert(pend_feat_.end(), feat, feat + hp_.n_features());
     }
-
-    void add_cells(const std::vector<int32_t>& pos, const std::vector<int32_t>& tok, const std::vector<float>& feat) {
-        if (pos.empty()) return;
-        m_.add_context(pool_, ctx_, feat.data(), pos.data(), (int)pos.size());
-        ctx_tok_.insert(ctx_tok_.end(), tok.begin(), tok.end());
-        if (ctx_.n_cells() > kKeepPositions + kDropSlack) {
-            ctx_.drop_before(ctx_.pos.back() + 1 - kKeepPositions);
-            ctx_tok_.erase(ctx_tok_.begin(), ctx_tok_.end() - ctx_.n_cells());
-        }
+    void clear_pending(size_t keep) {
+        pend_pos_.resize(keep);
+        pend_tok_.resize(keep);
+        pend_feat_.resize(keep * hp_.n_features());
+    }
+    void flush_pending() {
+        if (pend_pos_.empty()) return;
+        m_.add_context(pool_, ctx_, pend_feat_.data(), pend_pos_.data(), (int)pend_pos_.size());
+        pending_added();
     }
 
     // Sampled drafting: each row's token drawn from its marginal at temperature `temp`, the distribution
@@ -271,6 +288,21 @@ private:
 };
 
 void draft_together(const DflashModel& m, ThreadPool& pool, int cross_ctx, const std::vector<DflashDrafter*>& seqs) {
+    {  // the rows waiting to become context cells, every sequence's in one pass
+        std::vector<DflashContext*> ctxs;
+        std::vector<int> counts;
+        std::vector<float> feat;
+        std::vector<int32_t> pos;
+        const size_t nf = m.hparams().n_features();
+        for (DflashDrafter* d : seqs) {
+            ctxs.push_back(&d->context());
+            counts.push_back(d->n_pending());
+            feat.insert(feat.end(), d->pending_features(), d->pending_features() + d->n_pending() * nf);
+            pos.insert(pos.end(), d->pending_pos(), d->pending_pos() + d->n_pending());
+        }
+        m.add_contexts(pool, ctxs.data(), counts.data(), (int)ctxs.size(), feat.data(), pos.data());
+        for (DflashDrafter* d : seqs) d->pending_added();
+    }
     std::vector<DflashBlock> blocks;
     size_t rows = 0;
     for (DflashDrafter* d : seqs) {
