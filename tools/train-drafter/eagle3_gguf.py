@@ -66,7 +66,7 @@ def _matrix(w, name, a, qtype):
     elif qtype == "f16":
         w.add_tensor(name, a.astype(np.float16))
     else:
-        qt = {"q8_0": Q.Q8_0}[qtype]
+        qt = {"q8_0": Q.Q8_0, "q4_1": Q.Q4_1}[qtype]
         data = gguf.quants.quantize(a, qt)
         w.add_tensor(name, data, raw_dtype=qt)  # the byte shape; the writer derives the element shape
 

@@ -43,7 +43,9 @@ def add_parser(sub):
     d.add_argument("--lr", type=float, default=1e-3)
     d.add_argument("--warmup", type=int, default=50, help="optimizer steps of linear warm-up")
     d.add_argument("--weight-decay", type=float, default=0.01)
-    d.add_argument("--type", default="q8_0", choices=["q8_0", "f16", "f32"], help="2-D weights in the GGUF")
+    d.add_argument("--type", default="q8_0", choices=["q8_0", "q4_1", "f16", "f32"],
+                   help="2-D weights in the GGUF (q4_1: half the bytes a draft pass reads, no measured loss of "
+                        "acceptance on the SmolLM2 drafters)")
     d.add_argument("--threads", type=int, default=1, help="PyTorch threads")
     d.add_argument("--init-output", choices=["random", "target"], default="target",
                    help="output head's start: the target's rows of the draft vocabulary, or random")

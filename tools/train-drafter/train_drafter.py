@@ -60,7 +60,9 @@ def parse_args(argv):
     e.add_argument("--n-ff", type=int, default=0, help="feed-forward width [the target's, at most 3H]")
     e.add_argument("--rope-theta", type=float, default=10000.0)
     e.add_argument("--no-norm-before-fc", action="store_true", help="no enc.output_norm before fc")
-    e.add_argument("--type", default="q8_0", choices=["q8_0", "f16", "f32"], help="2-D weights in the GGUF")
+    e.add_argument("--type", default="q8_0", choices=["q8_0", "q4_1", "f16", "f32"],
+                   help="2-D weights in the GGUF (q4_1: half the bytes a draft pass reads, no measured loss of "
+                        "acceptance on the SmolLM2 drafters)")
     e.add_argument("--threads", type=int, default=1,
                    help="PyTorch threads (on a shared machine one thread is often faster than two)")
     e.add_argument("--init-output", choices=["random", "target"], default="random",
