@@ -434,14 +434,22 @@ bool Scheduler::build_batch() {
     // Several generating slots: drafters that compute (EAGLE-3, DFlash) queue their requests, and draft
     // every slot in one pass after all have planned (SpecShared::draft_queued): the drafter's weights are
     // read once per step, as the target's are.
+    // A drafter that throws ends its slot's request (500), not the server; the slot adds no row.
     const bool group = spec_ && gen.size() > 1;
-    std::vector<uint8_t> planned(gen.size(), 0);
+    std::vector<uint8_t> planned(gen.size(), 0), failed(gen.size(), 0);
     int rows = 0, n_queued = 0;  // rows the slots before the i-th expect to add
     for (size_t i = 0; i < gen.size(); i++) {
         Slot& s = *gen[i];
         const int later = (int)(gen.size() - 1 - i);  // slots after this one: one row each at least
         // the rows of the slots before it (their drafts included) and after it, and one token from each
-        planned[i] = s.plan_draft(n_ctx_slot_, row_cap - rows - later, timed, rows + later, (int)gen.size() - 1, group);
+        try {
+            planned[i] =
+                s.plan_draft(n_ctx_slot_, row_cap - rows - later, timed, rows + later, (int)gen.size() - 1, group);
+        } catch (const std::exception& e) {
+            failed[i] = 1;
+            drafting_failed(s, e.what());
+            continue;
+        }
         rows += s.planned_rows();
         n_queued += s.draft_queued();
     }
@@ -455,9 +463,15 @@ bool Scheduler::build_batch() {
         Slot& s = *gen[i];
         const int later = (int)(gen.size() - 1 - i);
         const int room = row_cap - batch_.size() - later;
-        if (planned[i] && s.add_draft_rows(batch_, room, queued_ms)) {
-            s.step_out0 = n_out;  // every row of a draft asks for logits
-            n_out += s.step_rows;
+        if (failed[i]) continue;
+        try {
+            if (planned[i] && s.add_draft_rows(batch_, room, queued_ms)) {
+                s.step_out0 = n_out;  // every row of a draft asks for logits
+                n_out += s.step_rows;
+                continue;
+            }
+        } catch (const std::exception& e) {  // a later drafter's draft(): nothing was added for the slot
+            drafting_failed(s, e.what());
             continue;
         }
         s.step_row0 = batch_.size();
@@ -495,6 +509,11 @@ bool Scheduler::build_batch() {
     }
     set_capture();
     return batch_.size() > 0;
+}
+
+void Scheduler::drafting_failed(Slot& s, const char* what) {
+    BEE_LOG_ERROR("slot %d: drafting failed: %s", s.id(), what);
+    s.fail(500, "server_error", std::string("speculative decoding failed: ") + what);
 }
 
 // A shared step of generation rows (plain rows and drafts of several slots) priced like a cycle with that
@@ -553,12 +572,18 @@ void Scheduler::decode_step() {
                 BEE_LOG_ERROR("slot %d: speculative step failed: %s", s.id(), e.what());
                 eng_.memory().clear(s.id());
                 s.cache.clear();
-                if (!s.idle()) s.fail(500, "server_error", e.what());
+                if (!s.idle()) s.fail(500, "server_error", std::string("speculative decoding failed: ") + e.what());
             }
             continue;
         }
         for (int i = 0; i < s.step_rows; i++) s.cache.push_back(batch_.token[s.step_row0 + i]);
-        s.observe_target(batch_, out_, s.state() == Slot::State::prefill);
+        try {
+            s.observe_target(batch_, out_, s.state() == Slot::State::prefill);
+        } catch (const std::exception& e) {  // the KV cache is right; the slot's drafters are in doubt
+            BEE_LOG_ERROR("slot %d: a drafter failed to read the decoded rows: %s", s.id(), e.what());
+            s.fail(500, "server_error", std::string("speculative decoding failed: ") + e.what());
+            continue;
+        }
         if (s.state() == Slot::State::prefill) {
             s.report_progress(now);
             if (s.prompt_left() > 0) continue;

@@ -103,6 +103,7 @@ private:
     size_t reuse_chunks(Slot& s, const std::vector<int32_t>& prompt, size_t n_past, int32_t min_chunk);
     bool build_batch();
     void set_capture();
+    void drafting_failed(Slot& s, const char* what);
     void make_room(int rows_needed);
     bool shift_context(Slot& s);
     void decode_step();

@@ -44,12 +44,7 @@ struct DflashShared : DrafterShared {
     ThreadPool* pool = nullptr;  // the target's threads (the drafters')
     int cross_ctx = DflashModel::kDefaultCrossCtx;
     std::vector<DflashDrafter*> queued;  // Drafter::queue .. draft_queued()
-    void draft_queued() override {
-        if (queued.empty()) return;
-        std::vector<DflashDrafter*> seqs;
-        seqs.swap(queued);
-        draft_together(*model, *pool, cross_ctx, seqs);
-    }
+    void draft_queued() override;
 };
 
 class DflashDrafter : public Drafter {
@@ -130,6 +125,7 @@ public:
         out = std::move(job_.out);
         job_.out.clear();
     }
+    void drop_draft() { job_.out.clear(); }  // a failed shared pass: no draft
 
     // Drafting in steps, so that draft_together can run several sequences' blocks in one pass. start():
     // this draft's settings, false if there is nothing to draft from (no context cells yet).
@@ -316,6 +312,18 @@ void draft_together(const DflashModel& m, ThreadPool& pool, int cross_ctx, const
     for (size_t i = 0; i < seqs.size(); i++) {
         seqs[i]->finish(logits.data() + row * nd, seqs[i]->queued_out());
         row += (size_t)blocks[i].n_draft;
+    }
+}
+
+void DflashShared::draft_queued() {
+    if (queued.empty()) return;
+    std::vector<DflashDrafter*> seqs;
+    seqs.swap(queued);
+    try {
+        draft_together(*model, *pool, cross_ctx, seqs);
+    } catch (const std::exception& e) {  // speculation is an optimisation: these slots go on without a draft
+        BEE_LOG_ERROR("dflash: drafting %zu sequences together failed: %s", seqs.size(), e.what());
+        for (auto* d : seqs) d->drop_draft();
     }
 }
 

@@ -44,12 +44,7 @@ struct Eagle3Shared : DrafterShared {
     std::unique_ptr<Eagle3Head> head;
     ThreadPool* pool = nullptr;          // the target's threads (the drafters')
     std::vector<Eagle3Drafter*> queued;  // Drafter::queue .. draft_queued()
-    void draft_queued() override {
-        if (queued.empty()) return;
-        std::vector<Eagle3Drafter*> seqs;
-        seqs.swap(queued);
-        draft_together(*head, *pool, seqs);
-    }
+    void draft_queued() override;
 };
 
 class Eagle3Drafter : public Drafter {
@@ -143,6 +138,13 @@ public:
     void take(DraftTree& out) override {
         out = std::move(job_.out);
         job_.out.clear();
+    }
+    // A failed shared pass: no draft, and no draft cell left in the head's cache.
+    void drop_draft() {
+        job_.out.clear();
+        main_.clear();
+        kv_.cut(job_.T);
+        kv_tok_.resize(kv_.n_cells());
     }
 
     // Drafting in steps, so that draft_together can run several sequences' head passes as one.
@@ -404,6 +406,18 @@ void draft_together(const Eagle3Head& head, ThreadPool& pool, const std::vector<
             live[i]->hidden().assign(h.begin() + (size_t)i * e, h.begin() + (size_t)(i + 1) * e);
     }
     for (Eagle3Drafter* d : seqs) d->end_draft();
+}
+
+void Eagle3Shared::draft_queued() {
+    if (queued.empty()) return;
+    std::vector<Eagle3Drafter*> seqs;
+    seqs.swap(queued);
+    try {
+        draft_together(*head, *pool, seqs);
+    } catch (const std::exception& e) {  // speculation is an optimisation: these slots go on without a draft
+        BEE_LOG_ERROR("draft-eagle3: drafting %zu sequences together failed: %s", seqs.size(), e.what());
+        for (auto* d : seqs) d->drop_draft();
+    }
 }
 
 }  // namespace
