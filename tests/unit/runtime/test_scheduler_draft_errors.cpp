@@ -14,11 +14,10 @@
 #include "model/engine.h"
 #include "model/model.h"
 #include "runtime/local_run.h"
+#include "smollm_test.h"
 
 namespace bee::runtime {
 namespace {
-
-const std::string kModel = std::string(BEE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 // Throws once, from draft() or from observe_target() at a generation row, then behaves (never drafts).
 class Thrower : public Drafter {
@@ -44,19 +43,8 @@ struct Outcome {
     int32_t n_predicted = 0;
 };
 
-class SchedulerDraftErrors : public ::testing::TestWithParam<bool> {
+class SchedulerDraftErrors : public WithSmolLM<::testing::TestWithParam<bool>> {
 protected:
-    static void SetUpTestSuite() {
-        if (std::filesystem::exists(kModel)) model_ = Model::load(kModel).release();
-    }
-    static void TearDownTestSuite() {
-        delete model_;
-        model_ = nullptr;
-    }
-    void SetUp() override {
-        if (!model_) GTEST_FAIL() << kModel << " is missing: run `make models`";
-    }
-
     static Outcome wait(const std::shared_ptr<Task>& t) {
         Outcome o;
         for (bool done = false; !done;) {
@@ -86,10 +74,7 @@ protected:
         sched.submit(t);
         return t;
     }
-
-    static Model* model_;
 };
-Model* SchedulerDraftErrors::model_ = nullptr;
 
 TEST_P(SchedulerDraftErrors, OnlyTheSlotWhoseDrafterThrewFails) {
     const bool in_observe = GetParam();

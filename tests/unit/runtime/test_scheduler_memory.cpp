@@ -13,30 +13,18 @@
 #include "model/engine.h"
 #include "model/model.h"
 #include "runtime/scheduler.h"
+#include "smollm_test.h"
 
 namespace bee::runtime {
 namespace {
-
-const std::string kModel = std::string(BEE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 struct Result {
     std::vector<int32_t> tokens;
     FinishInfo fin;
 };
 
-class SchedulerMemory : public ::testing::Test {
+class SchedulerMemory : public WithSmolLM<::testing::Test> {
 protected:
-    static void SetUpTestSuite() {
-        if (std::filesystem::exists(kModel)) model_ = Model::load(kModel).release();
-    }
-    static void TearDownTestSuite() {
-        delete model_;
-        model_ = nullptr;
-    }
-    void SetUp() override {
-        if (!model_) GTEST_FAIL() << kModel << " is missing: run `make models`";
-    }
-
     // One slot, greedy; `spec_types` empty: no speculation.
     void start(CutPolicy policy, int n_ctx, const std::vector<std::string>& spec_types = {}, int suffix_tree = 0,
                bool context_shift = false) {
@@ -84,12 +72,10 @@ protected:
 
     std::vector<int32_t> encode(const std::string& text) const { return model_->tokenizer().encode(text, true, true); }
 
-    static Model* model_;
     std::unique_ptr<Engine> eng_;
     std::unique_ptr<Scheduler> sched_;
     uint64_t next_id_ = 0;
 };
-Model* SchedulerMemory::model_ = nullptr;
 
 // A second prompt sharing most of the first one's tokens: the normal memory keeps the shared prefix, the
 // checkpoint memory can only keep what its cut points allow and processes the rest again.

@@ -13,11 +13,10 @@
 #include "model/engine.h"
 #include "model/model.h"
 #include "runtime/local_run.h"
+#include "smollm_test.h"
 
 namespace bee::runtime {
 namespace {
-
-const std::string kModel = std::string(BEE_SOURCE_DIR) + "/models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
 struct Seen {
     int32_t token, pos;
@@ -45,19 +44,8 @@ private:
     std::vector<Seen>* out_;
 };
 
-class SchedulerObserve : public ::testing::Test {
+class SchedulerObserve : public WithSmolLM<::testing::Test> {
 protected:
-    static void SetUpTestSuite() {
-        if (std::filesystem::exists(kModel)) model_ = Model::load(kModel).release();
-    }
-    static void TearDownTestSuite() {
-        delete model_;
-        model_ = nullptr;
-    }
-    void SetUp() override {
-        if (!model_) GTEST_FAIL() << kModel << " is missing: run `make models`";
-    }
-
     // Runs `prompts` on n_slots slots at once (one task each); returns each slot's recorded rows.
     std::vector<std::vector<Seen>> run(const std::vector<std::string>& prompts, int n_slots) {
         EngineParams ep;
@@ -92,10 +80,7 @@ protected:
             }
         return seen;
     }
-
-    static Model* model_;
 };
-Model* SchedulerObserve::model_ = nullptr;
 
 TEST_F(SchedulerObserve, EachSlotSeesItsOwnRowsInOrderLikeAlone) {
     const std::vector<std::string> prompts =
