@@ -56,6 +56,12 @@ void DraftConfidence::accepted(int n_accepted) {
     p_.clear();
 }
 
+int main_chain_accepted(const std::vector<int32_t>& committed_rows) {
+    int n = 0;
+    while ((size_t)n + 1 < committed_rows.size() && committed_rows[(size_t)n + 1] == n + 1) n++;
+    return n;
+}
+
 void calibrate(const DraftConfidence& c, std::vector<DepthTop>& depth) {
     for (size_t d = 0; d < depth.size(); d++) {
         const float shift = (float)std::log(c.scale((int)d));

@@ -7,6 +7,7 @@
 // quarter of a plain decode on SmolLM2), so a depth-7 chain of which one token is ever accepted costs
 // 2.75 decodes for 1.3 tokens. Calibrated, the chain stops at the depth that pays, per draft.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 namespace bee {
@@ -18,7 +19,8 @@ public:
     // The next depth's top-1 probability p (the drafter's own, before calibration): true if that depth is
     // drafted. Once it returns false the draft stops (later calls return false too).
     bool keep(double p);
-    // After verification of this drafter's last draft: n_accepted of it were accepted.
+    // After verification of this drafter's last draft: n_accepted of its chain were accepted (with a tree,
+    // the main chain's accepted nodes, main_chain_accepted: a runner-up that was accepted is not the top-1's).
     void accepted(int n_accepted);
     // The calibration factor of depth d (0-based): accepted / predicted over the cycles that reached it
     // (1 until kMinSamples of them).
@@ -39,6 +41,11 @@ private:
     bool stopped_ = false, explore_ = false;
     long n_drafts_ = 0;
 };
+
+// How many nodes of the main chain a verify path accepted, for drafters that add their chain first (node i
+// at row i + 1, each the previous one's child) and branches after it: the leading run of committed rows 1, 2,
+// 3, ... (a path that turns into a branch stops counting there). committed_rows: VerifyRows::committed_rows.
+int main_chain_accepted(const std::vector<int32_t>& committed_rows);
 
 struct DepthTop;
 // Scales each depth's candidates by that depth's calibration factor (log-probabilities, capped at 0), so a

@@ -95,6 +95,7 @@ public:
     }
 
     void observe(const VerifyRows& v) override {
+        main_accepted_ = main_chain_accepted(v.committed_rows);  // for accept(), if this drafter drafted
         if (step_n_ == 0) return;
         const size_t nf = hp_.n_features();
         for (size_t i = 0; i < v.committed_rows.size(); i++) {
@@ -190,7 +191,8 @@ public:
     }
 
     void accept(int n_accepted, bool is_other) override {
-        if (!is_other) conf_.accepted(n_accepted);
+        (void)n_accepted;  // with a tree the path may have left the main chain: main_accepted_ counts the chain
+        if (!is_other) conf_.accepted(main_accepted_);
     }
 
 private:
@@ -219,6 +221,7 @@ private:
     Job job_;
     std::vector<float> logits_;   // (n, n_draft_vocab) the block's mask rows
     std::vector<DepthTop> marg_;  // the top-k marginal of each depth (greedy)
+    int main_accepted_ = 0;       // main-chain nodes the last verify path accepted
     DraftConfidence conf_;        // where a greedy chain stops (calibrated against acceptance)
     std::unique_ptr<Sampler> sampler_;
     std::vector<float> full_;  // sampled drafting: one row's logits over the target's vocabulary

@@ -1,5 +1,6 @@
 // tests/unit/spec/test_draft_confidence: where a scoring drafter's greedy chain stops (DraftConfidence):
-// the calibration of its top-1 probabilities against acceptance, and the row-cost cut.
+// the calibration of its top-1 probabilities against acceptance (the main chain's, with trees), and the
+// row-cost cut.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,6 +57,23 @@ TEST(DraftConfidence, CalibratesAgainstAcceptance) {
     }
     EXPECT_NEAR(under.scale(0), 1.0 / 0.3, 0.05);
     EXPECT_EQ(draft(under, 0.25, 2, 0.3), 2);  // uncalibrated 0.3 * 0.3 = 0.09 would not pay
+}
+
+// With a tree the verify path may leave the main chain: only the chain's leading accepted nodes count for
+// the top-1 calibration, so a runner-up that keeps being accepted makes the top-1 look as weak as it is.
+TEST(DraftConfidence, OnlyTheMainChainCalibratesTheTop1) {
+    // rows: 0 the root, 1..3 the chain (nodes 0..2), 4.. branches
+    EXPECT_EQ(main_chain_accepted({0}), 0);
+    EXPECT_EQ(main_chain_accepted({0, 1, 2}), 2);
+    EXPECT_EQ(main_chain_accepted({0, 1, 2, 3}), 3);
+    EXPECT_EQ(main_chain_accepted({0, 4}), 0);     // a runner-up at depth 1 was accepted
+    EXPECT_EQ(main_chain_accepted({0, 1, 5}), 1);  // the chain, then a runner-up at depth 2
+    DraftConfidence c;
+    for (int i = 0; i < 40; i++) {
+        draft(c, -1, 3, 0.8);
+        c.accepted(main_chain_accepted({0, 4, 7}));  // the path goes through a branch every time
+    }
+    EXPECT_NEAR(c.scale(0), 0.02, 1e-9);  // the top-1 is never right (clamped at 0.02)
 }
 
 // Every kExploreEvery-th draft is not cut, so a depth the calibration cut off is measured again.
